@@ -1,0 +1,129 @@
+"""Runs prepared jobs in batches and recovers from runaway or memory-hungry scripts.
+
+A batch runs in one eval with a time budget of ``max(job timeouts) + slack``. If the eval
+is terminated (time budget, memory limit, engine error), the finished outcomes are read
+back from the runner, the context is replaced by a fresh one, and:
+
+* the job that was running is blamed if it is the only one, if it was killed by the memory
+  limit, or if it had already used its own timeout; otherwise it is rerun alone with its
+  full timeout;
+* the jobs after it run again as a new batch;
+* if the progress cannot be read, every job of the batch reruns alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+
+from ._codec import PreparedJob, Progress, decode_outcomes
+from ._engine import EngineFailure, V8Engine
+from ._types import SCRIPT_ERROR, ScriptLimits, ScriptOutcome, memory_outcome, timeout_outcome
+
+BUDGET_SLACK_S = 0.05
+
+
+class BatchExecutor:
+    """Owns the V8 engine; executes batches one at a time (callers serialise)."""
+
+    def __init__(self, limits: ScriptLimits) -> None:
+        self._limits = limits
+        self._engine: V8Engine | None = None
+        self.contexts_created = 0
+
+    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
+        results: list[ScriptOutcome | None] = [None] * len(jobs)
+        segments: deque[list[int]] = deque([list(range(len(jobs)))])
+        while segments:
+            segment = segments.popleft()
+            await self._run_segment(jobs, segment, results, segments)
+        return [r if r is not None else _internal_error() for r in results]
+
+    async def _run_segment(
+        self,
+        jobs: Sequence[PreparedJob],
+        segment: list[int],
+        results: list[ScriptOutcome | None],
+        segments: deque[list[int]],
+    ) -> None:
+        engine = await self._current_engine()
+        batch = [jobs[i] for i in segment]
+        budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
+        try:
+            text = await engine.run(engine.cache.payload(batch), budget)
+        except EngineFailure as failure:
+            progress = await engine.progress()
+            self._discard_engine()
+            self._recover(failure, progress, jobs, segment, results, segments)
+            return
+        for index, outcome in zip(segment, decode_outcomes(text), strict=True):
+            results[index] = outcome
+
+    def _recover(
+        self,
+        failure: EngineFailure,
+        progress: Progress | None,
+        jobs: Sequence[PreparedJob],
+        segment: list[int],
+        results: list[ScriptOutcome | None],
+        segments: deque[list[int]],
+    ) -> None:
+        finished = len(progress.done) if progress is not None else -1
+        known = progress is not None and (
+            finished == len(segment) or (progress.current == finished < len(segment))
+        )
+        if progress is None or not known:
+            if len(segment) == 1:
+                results[segment[0]] = self._blame(failure, jobs[segment[0]])
+            else:
+                segments.extendleft([i] for i in reversed(segment))
+            return
+        for index, outcome in zip(segment, progress.done, strict=False):
+            results[index] = outcome
+        if finished == len(segment):
+            return  # every job finished; only deferred work (e.g. promise callbacks) ran away
+        rest = segment[finished + 1 :]
+        if rest:
+            segments.appendleft(rest)
+        current = segment[finished]
+        job = jobs[current]
+        used_its_time = progress.elapsed_ms >= job.timeout_ms
+        if (
+            len(segment) == 1
+            or failure.kind == "memory"
+            or (failure.kind == "timeout" and used_its_time)
+        ):
+            results[current] = self._blame(failure, job)
+        else:
+            segments.appendleft([current])
+
+    def _blame(self, failure: EngineFailure, job: PreparedJob) -> ScriptOutcome:
+        if failure.kind == "timeout":
+            return timeout_outcome(job.timeout_ms)
+        if failure.kind == "memory":
+            return memory_outcome(self._limits.max_memory_bytes)
+        return ScriptOutcome.failure(SCRIPT_ERROR, f"script engine error: {failure.message}")
+
+    async def _current_engine(self) -> V8Engine:
+        engine = self._engine
+        if engine is not None and engine.loop is not asyncio.get_running_loop():
+            self._discard_engine()
+            engine = None
+        if engine is None:
+            engine = await V8Engine.start(self._limits.max_memory_bytes)
+            self._engine = engine
+            self.contexts_created += 1
+        return engine
+
+    def _discard_engine(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+
+    def close(self) -> None:
+        self._discard_engine()
+
+
+def _internal_error() -> ScriptOutcome:
+    return ScriptOutcome.failure(SCRIPT_ERROR, "internal error: job produced no outcome")

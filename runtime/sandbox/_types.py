@@ -1,0 +1,58 @@
+"""Public value types of the script sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+SCRIPT_ERROR: Final = "script_error"
+SCRIPT_TIMEOUT: Final = "script_timeout"
+SCRIPT_MEMORY: Final = "script_memory"
+SCRIPT_SYNTAX: Final = "script_syntax"
+SCRIPT_RESULT: Final = "script_result"
+
+
+@dataclass(frozen=True)
+class ScriptLimits:
+    """Limits applied to every script run by a sandbox."""
+
+    timeout_ms: int = 1000
+    max_memory_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ScriptJob:
+    """One script execution: a function body plus its named inputs."""
+
+    source: str
+    inputs: Mapping[str, Any]
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ScriptOutcome:
+    """Result of one job: ``value`` when ``ok``, else ``error`` and a stable ``code``."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    code: str | None = None
+
+    @classmethod
+    def success(cls, value: Any) -> ScriptOutcome:
+        return cls(ok=True, value=value)
+
+    @classmethod
+    def failure(cls, code: str, error: str) -> ScriptOutcome:
+        return cls(ok=False, error=error, code=code)
+
+
+def timeout_outcome(timeout_ms: int) -> ScriptOutcome:
+    return ScriptOutcome.failure(SCRIPT_TIMEOUT, f"script timeout (>{timeout_ms}ms)")
+
+
+def memory_outcome(max_memory_bytes: int) -> ScriptOutcome:
+    mib = max_memory_bytes / (1024 * 1024)
+    size = f"{mib:g} MiB"
+    return ScriptOutcome.failure(SCRIPT_MEMORY, f"script memory limit exceeded ({size})")
