@@ -1,0 +1,23 @@
+"""chatflow_agent: typed tools for AI agents, and the agents and runner that call them."""
+
+from .core.agent import Agent
+from .core.messages import ToolCall, ToolResult
+from .core.runner import Runner, RunResult
+from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
+from .tools import Tool, tool
+
+__version__ = "0.4.0"
+
+__all__ = [
+    "Agent",
+    "ChatflowAgentError",
+    "RunResult",
+    "Runner",
+    "Tool",
+    "ToolCall",
+    "ToolExecutionError",
+    "ToolResult",
+    "ToolSchemaError",
+    "__version__",
+    "tool",
+]

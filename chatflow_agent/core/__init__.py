@@ -1,0 +1,1 @@
+"""Agents, the run loop, conversation messages and session storage."""

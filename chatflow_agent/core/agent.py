@@ -1,0 +1,98 @@
+"""An agent: instructions, tools and the model that drives them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import ToolSchemaError
+from ..schema.limits import MAX_TOOLS_PER_REQUEST
+from ..tools import Tool
+
+if TYPE_CHECKING:
+    from ..providers.base import Provider
+
+
+@runtime_checkable
+class AgentTool(Protocol):
+    """What the runner needs from a tool; ``Tool`` is one, and other kinds may be too."""
+
+    name: str
+    description: str
+
+    def to_gemini_declaration(self) -> dict[str, Any]: ...
+
+    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]: ...
+
+    def to_anthropic_tool(self) -> dict[str, Any]: ...
+
+    def bind_model_arguments(
+        self, arguments: Mapping[str, Any], *, gemini: bool
+    ) -> dict[str, Any]: ...
+
+    async def execute_async(self, **kwargs: Any) -> Any: ...
+
+
+class Agent:
+    """Instructions, tools and a model; the model name picks the provider.
+
+    ``gemini-*`` goes to Gemini, ``gpt-*`` and ``o1``/``o3``/``o4``... to OpenAI,
+    ``claude-*`` to Anthropic. Pass ``provider=`` to use another endpoint.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        instructions: str = "",
+        tools: Iterable[AgentTool | Callable[..., Any]] = (),
+        model: str = "gemini-2.5-flash",
+        *,
+        provider: Provider | None = None,
+        max_turns: int = 10,
+        strict_tools: bool = False,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        from ..providers.registry import provider_family
+
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.name = name
+        self.instructions = instructions
+        self.model = model
+        self.provider = provider
+        self.max_turns = max_turns
+        self.strict_tools = strict_tools
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+        self.tools: tuple[AgentTool, ...] = tuple(
+            t if isinstance(t, AgentTool) else Tool(t) for t in tools
+        )
+        self._by_name = self._index_tools()
+        if provider is None:
+            provider_family(model)  # an unknown model name fails here, not mid-run
+        if strict_tools:
+            for agent_tool in self.tools:
+                agent_tool.to_openai_tool(strict=True)
+
+    def _index_tools(self) -> dict[str, AgentTool]:
+        if len(self.tools) > MAX_TOOLS_PER_REQUEST:
+            raise ToolSchemaError(
+                f"agent {self.name!r} has {len(self.tools)} tools; "
+                f"providers accept at most {MAX_TOOLS_PER_REQUEST}"
+            )
+        by_name: dict[str, AgentTool] = {}
+        for agent_tool in self.tools:
+            if agent_tool.name in by_name:
+                raise ToolSchemaError(
+                    f"agent {self.name!r} has two tools named {agent_tool.name!r}"
+                )
+            by_name[agent_tool.name] = agent_tool
+        return by_name
+
+    def tool_named(self, name: str) -> AgentTool | None:
+        return self._by_name.get(name)
+
+    def __repr__(self) -> str:
+        names = [t.name for t in self.tools]
+        return f"Agent(name={self.name!r}, model={self.model!r}, tools={names!r})"

@@ -1,0 +1,76 @@
+"""The SDK's error tree: catch ``ChatflowAgentError`` to catch them all."""
+
+from __future__ import annotations
+
+
+class ChatflowAgentError(Exception):
+    """Raised when anything in the chatflow_agent SDK fails; the root of its errors."""
+
+
+class ToolError(ChatflowAgentError):
+    """Raised when a tool cannot be defined or a call to it fails."""
+
+
+class ToolSchemaError(ToolError, TypeError):
+    """Raised when a tool's signature cannot be mapped to a schema every provider accepts."""
+
+    def __init__(self, message: str, *, function: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.function = function
+        self.path = path
+
+
+class ToolExecutionError(ToolError):
+    """Raised when a tool call fails: its arguments were rejected or the function raised."""
+
+    def __init__(self, message: str, *, tool_name: str = "") -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolArgumentsError(ToolExecutionError, ValueError):
+    """Raised when a tool call's arguments do not fit the tool's signature; it never ran."""
+
+
+class UnknownToolError(ToolExecutionError, LookupError):
+    """Raised when a model asks for a tool the agent does not have."""
+
+
+class ProviderError(ChatflowAgentError):
+    """Raised when a model provider cannot be reached or answers with an error."""
+
+
+class ProviderConfigError(ProviderError):
+    """Raised when a provider is missing configuration, such as its API key variable."""
+
+
+class ProviderHTTPError(ProviderError):
+    """Raised when a provider answers with an HTTP error status."""
+
+    def __init__(self, message: str, *, provider: str, status_code: int) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status_code = status_code
+
+
+class ProviderResponseError(ProviderError):
+    """Raised when a provider's answer does not follow its documented wire format."""
+
+
+class MaxTurnsExceeded(ChatflowAgentError):
+    """Raised when a run needs more model turns than the agent's ``max_turns`` allows."""
+
+
+__all__ = [
+    "ChatflowAgentError",
+    "MaxTurnsExceeded",
+    "ProviderConfigError",
+    "ProviderError",
+    "ProviderHTTPError",
+    "ProviderResponseError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolSchemaError",
+    "UnknownToolError",
+]

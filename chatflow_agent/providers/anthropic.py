@@ -1,0 +1,96 @@
+"""Anthropic's messages API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
+from .base import Provider
+from .config import api_key, base_url
+
+if TYPE_CHECKING:
+    from ..core.agent import Agent
+
+ANTHROPIC_VERSION = "2023-06-01"
+# The messages API requires max_tokens; this is used when the agent sets none.
+DEFAULT_MAX_TOKENS = 4096
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    @classmethod
+    def from_env(cls) -> AnthropicProvider:
+        return cls(
+            api_key=api_key("Anthropic", "ANTHROPIC_API_KEY"),
+            base_url=base_url("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        )
+
+    def endpoint(self, agent: Agent) -> str:
+        root = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
+        return f"{root}/messages"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": agent.model,
+            "max_tokens": agent.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "messages": _messages(messages),
+        }
+        if agent.instructions:
+            body["system"] = agent.instructions
+        if agent.tools:
+            body["tools"] = [t.to_anthropic_tool() for t in agent.tools]
+        if agent.temperature is not None:
+            body["temperature"] = agent.temperature
+        return body
+
+    def parse_reply(self, data: Any) -> AssistantMessage:
+        blocks: list[dict[str, Any]] = data["content"]
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        calls = tuple(
+            ToolCall(b["id"], b["name"], b.get("input") or {})
+            for b in blocks
+            if b.get("type") == "tool_use"
+        )
+        return AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=blocks)
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            role, blocks = "user", [{"type": "text", "text": message.content}]
+        elif isinstance(message, AssistantMessage):
+            role, blocks = "assistant", _assistant_blocks(message)
+        else:
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+            }
+            if message.is_error:
+                block["is_error"] = True
+            role, blocks = "user", [block]
+        # Roles must alternate: all results of one turn go in one user message.
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    if message.provider == "anthropic" and isinstance(message.raw, list):
+        return list(message.raw)
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+        for c in message.tool_calls
+    )
+    return blocks

@@ -1,0 +1,123 @@
+"""What every provider shares: the HTTP call, retries, and errors that never show the key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import httpx
+
+from ..core.messages import AssistantMessage, Message
+from ..errors import ProviderError, ProviderHTTPError, ProviderResponseError
+
+if TYPE_CHECKING:
+    from ..core.agent import Agent
+
+logger = logging.getLogger("chatflow_agent.providers")
+
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER = 30.0
+
+
+class Provider(ABC):
+    """One model API spoken over httpx."""
+
+    name: ClassVar[str]
+    # Gemini sees enum values as strings; tools must turn them back.
+    gemini_dialect: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str,
+        max_retries: int = 2,
+        retry_backoff: float = 0.5,
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    @abstractmethod
+    def endpoint(self, agent: Agent) -> str: ...
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def parse_reply(self, data: Any) -> AssistantMessage: ...
+
+    async def complete(
+        self, agent: Agent, messages: Sequence[Message], client: httpx.AsyncClient
+    ) -> AssistantMessage:
+        """Send the conversation and return the model's next turn."""
+        body = self.request_body(agent, messages)
+        data = await self._post(client, self.endpoint(agent), body)
+        try:
+            return self.parse_reply(data)
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ProviderResponseError(f"{self.name} sent a reply of unexpected shape") from exc
+
+    async def _post(self, client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Any:
+        headers = {"content-type": "application/json", **self.headers()}
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = await client.post(url, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                if last:
+                    raise ProviderError(
+                        f"{self.name} could not be reached: {self._scrub(str(exc))}"
+                    ) from None
+                await asyncio.sleep(self._delay(attempt, None))
+                continue
+            if response.status_code < 400:
+                try:
+                    return response.json()
+                except json.JSONDecodeError as exc:
+                    raise ProviderResponseError(
+                        f"{self.name} sent a reply that is not JSON"
+                    ) from exc
+            if response.status_code not in _RETRY_STATUSES or last:
+                raise self._http_error(response)
+            logger.info("retrying %s after HTTP %s", self.name, response.status_code)
+            await asyncio.sleep(self._delay(attempt, response.headers.get("retry-after")))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after is not None:
+            try:
+                return min(float(retry_after), _MAX_RETRY_AFTER)
+            except ValueError:
+                pass
+        return float(self.retry_backoff * 2**attempt)
+
+    def _http_error(self, response: httpx.Response) -> ProviderHTTPError:
+        detail = response.reason_phrase or "error"
+        try:
+            payload = response.json()
+            error = payload.get("error", payload) if isinstance(payload, dict) else payload
+            detail = str(error.get("message", error) if isinstance(error, dict) else error)
+        except (json.JSONDecodeError, AttributeError):
+            if response.text:
+                detail = response.text[:500]
+        return ProviderHTTPError(
+            f"{self.name} answered HTTP {response.status_code}: {self._scrub(detail)}",
+            provider=self.name,
+            status_code=response.status_code,
+        )
+
+    def _scrub(self, text: str) -> str:
+        # Some errors echo the request; the key must never reach a message or a log.
+        return text.replace(self._api_key, "[redacted]") if self._api_key else text

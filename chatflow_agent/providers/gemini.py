@@ -1,0 +1,122 @@
+"""Gemini's generateContent REST API."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from ..errors import ProviderResponseError
+from .base import Provider
+from .config import api_key, base_url
+
+if TYPE_CHECKING:
+    from ..core.agent import Agent
+
+_VERSIONED = re.compile(r"/v1(alpha|beta)?\d*$")
+
+
+class GeminiProvider(Provider):
+    name = "gemini"
+    gemini_dialect = True
+
+    @classmethod
+    def from_env(cls) -> GeminiProvider:
+        return cls(
+            api_key=api_key("Gemini", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            base_url=base_url("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+        )
+
+    def endpoint(self, agent: Agent) -> str:
+        root = self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/v1beta"
+        model = agent.model.removeprefix("models/")
+        return f"{root}/models/{model}:generateContent"
+
+    def headers(self) -> dict[str, str]:
+        # The key goes in a header, never the query string, so URLs are safe to log.
+        return {"x-goog-api-key": self._api_key}
+
+    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {"contents": _contents(messages)}
+        if agent.instructions:
+            body["systemInstruction"] = {"parts": [{"text": agent.instructions}]}
+        if agent.tools:
+            declarations = [t.to_gemini_declaration() for t in agent.tools]
+            body["tools"] = [{"functionDeclarations": declarations}]
+        config: dict[str, Any] = {}
+        if agent.temperature is not None:
+            config["temperature"] = agent.temperature
+        if agent.max_output_tokens is not None:
+            config["maxOutputTokens"] = agent.max_output_tokens
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    def parse_reply(self, data: Any) -> AssistantMessage:
+        candidates = data.get("candidates") or []
+        if not candidates:
+            reason = (data.get("promptFeedback") or {}).get("blockReason", "no candidates")
+            raise ProviderResponseError(f"gemini returned no answer ({reason})")
+        parts: list[dict[str, Any]] = (candidates[0].get("content") or {}).get("parts") or []
+        texts = [p["text"] for p in parts if "text" in p and not p.get("thought")]
+        calls = tuple(
+            ToolCall(
+                id=p["functionCall"].get("id") or f"gemini_{uuid.uuid4().hex[:12]}",
+                name=p["functionCall"]["name"],
+                arguments=p["functionCall"].get("args") or {},
+            )
+            for p in parts
+            if "functionCall" in p
+        )
+        return AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=parts)
+
+
+def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+    gemini_ids: set[str] = set()
+    parts: list[dict[str, Any]]
+    for message in messages:
+        if isinstance(message, UserMessage):
+            role, parts = "user", [{"text": message.content}]
+        elif isinstance(message, AssistantMessage):
+            role, parts = "model", _model_parts(message)
+            gemini_ids.update(str(p["functionCall"]["id"]) for p in parts if _has_call_id(p))
+        else:
+            role, parts = "user", [_function_response(message, gemini_ids)]
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return contents
+
+
+def _has_call_id(part: dict[str, Any]) -> bool:
+    return isinstance(part.get("functionCall"), dict) and bool(part["functionCall"].get("id"))
+
+
+def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    if message.provider == "gemini" and isinstance(message.raw, list):
+        # Gemini 2.5 signs its function calls (thoughtSignature); echo parts verbatim.
+        return list(message.raw)
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"text": message.content})
+    parts.extend(
+        {"functionCall": {"name": c.name, "args": c.arguments}} for c in message.tool_calls
+    )
+    return parts
+
+
+def _function_response(result: ToolResult, gemini_ids: set[str]) -> dict[str, Any]:
+    if result.is_error:
+        response: dict[str, Any] = {"error": result.content}
+    elif isinstance(result.data, dict):
+        response = result.data
+    else:
+        response = {"result": result.data if result.data is not None else result.content}
+    payload: dict[str, Any] = {"name": result.name, "response": response}
+    if result.tool_call_id in gemini_ids:
+        payload["id"] = result.tool_call_id
+    return {"functionResponse": payload}

@@ -1,0 +1,40 @@
+"""Choosing a provider from a model name."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ProviderConfigError
+from .base import Provider
+
+_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("gemini", re.compile(r"^(models/)?gemini-")),
+    ("openai", re.compile(r"^(gpt-|o\d)")),
+    ("anthropic", re.compile(r"^claude-")),
+)
+
+
+def provider_family(model: str) -> str:
+    for family, pattern in _FAMILIES:
+        if pattern.match(model):
+            return family
+    raise ProviderConfigError(
+        f"no provider for model {model!r}: expected a gemini-*, gpt-*, o* or claude-* name, "
+        "or pass provider= to the Agent"
+    )
+
+
+def provider_for_model(model: str) -> Provider:
+    """A provider for ``model``, configured from the environment."""
+    family = provider_family(model)
+    if family == "gemini":
+        from .gemini import GeminiProvider
+
+        return GeminiProvider.from_env()
+    if family == "openai":
+        from .openai import OpenAIProvider
+
+        return OpenAIProvider.from_env()
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider.from_env()

@@ -1,0 +1,121 @@
+"""From a function's signature and docstring to its parameter list and schema tree."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from .docstrings import parse_docstring
+from .metadata import read_metadata
+from .nodes import NO_DEFAULT, Node, ObjectNode, Property, ScalarNode
+from .walk import TypeWalker, with_metadata
+
+EMPTY: Any = inspect.Parameter.empty
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+@dataclass(frozen=True)
+class ToolParameter:
+    """One parameter a model can fill in."""
+
+    name: str
+    kind: inspect._ParameterKind
+    annotation: Any
+    node: Node
+    default: Any = NO_DEFAULT
+    default_factory: Callable[[], Any] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is NO_DEFAULT and self.default_factory is None
+
+    def resolved_default(self) -> Any:
+        return self.default_factory() if self.default_factory is not None else self.default
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """What a tool's function looks like to a model."""
+
+    name: str
+    description: str
+    parameters: tuple[ToolParameter, ...]
+    accepts_extra_kwargs: bool
+
+    def object_node(self) -> ObjectNode:
+        # An unannotated parameter is a STRING whatever its default; claiming
+        # that default in the schema would contradict the type.
+        props = tuple(
+            Property(
+                name=p.name,
+                node=p.node,
+                required=p.required,
+                default=NO_DEFAULT if p.annotation is EMPTY else p.default,
+            )
+            for p in self.parameters
+        )
+        return ObjectNode(properties=props)
+
+
+def describe_function(
+    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+) -> FunctionSpec:
+    """Inspect ``func``; raise ToolSchemaError naming it and the parameter at fault."""
+    owner = getattr(func, "__qualname__", None) or repr(func)
+    walker = TypeWalker(owner)
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        raise walker.error("", f"has no inspectable signature: {exc}") from exc
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception as exc:  # a bad forward reference can raise almost anything
+        raise walker.error("", f"cannot resolve type hints: {exc}") from exc
+    docs = parse_docstring(inspect.getdoc(func))
+    params: list[ToolParameter] = []
+    for param in signature.parameters.values():
+        if param.kind in _VARIADIC:
+            continue
+        params.append(_parameter(walker, param, hints.get(param.name, EMPTY), docs.params))
+    return FunctionSpec(
+        name=name or getattr(func, "__name__", "") or type(func).__name__,
+        description=description if description is not None else docs.summary,
+        parameters=tuple(params),
+        accepts_extra_kwargs=any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
+        ),
+    )
+
+
+def _parameter(
+    walker: TypeWalker, param: inspect.Parameter, annotation: Any, docs: dict[str, str]
+) -> ToolParameter:
+    default: Any = NO_DEFAULT if param.default is EMPTY else param.default
+    factory: Callable[[], Any] | None = None
+    field: FieldInfo | None = None
+    if isinstance(default, FieldInfo):
+        field = default
+        default = NO_DEFAULT if field.default is PydanticUndefined else field.default
+        factory = field.default_factory  # type: ignore[assignment]
+    if annotation is EMPTY:
+        node: Node = ScalarNode(kind="string")
+    else:
+        node = walker.walk(annotation, param.name)
+    if field is not None:
+        node = with_metadata(node, read_metadata([field]))
+    if node.description is None and param.name in docs:
+        node = replace(node, description=docs[param.name] or None)
+    return ToolParameter(
+        name=param.name,
+        kind=param.kind,
+        annotation=annotation,
+        node=node,
+        default=default,
+        default_factory=factory,
+    )

@@ -1,0 +1,67 @@
+"""Where tool code runs: a bounded thread pool for sync tools, a side thread for sync callers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = int(os.environ.get("CHATFLOW_AGENT_TOOL_THREADS", _DEFAULT_WORKERS))
+
+
+def configure_tool_threads(max_workers: int) -> None:
+    """Set how many sync tools may run at once; later calls use a fresh pool.
+
+    The default matches ``asyncio.to_thread`` (min(32, cpus + 4)) and can also be
+    set with the ``CHATFLOW_AGENT_TOOL_THREADS`` environment variable.
+    """
+    global _pool, _pool_size
+    if max_workers < 1:
+        raise ValueError("max_workers must be at least 1")
+    with _lock:
+        old, _pool, _pool_size = _pool, None, max_workers
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def tool_thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="chatflow-tool")
+        return _pool
+
+
+async def run_in_tool_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``asyncio.to_thread`` on the bounded tool pool: context variables travel along."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, func, *args, **kwargs)
+    return await loop.run_in_executor(tool_thread_pool(), call)
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion from synchronous code.
+
+    Outside an event loop this is ``asyncio.run``. Inside one (a notebook, a sync
+    callback of an async app) ``asyncio.run`` would refuse, so the coroutine gets
+    its own loop on a side thread while the caller waits, as a sync call must.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(1, thread_name_prefix="chatflow-sync") as side:
+        return side.submit(context.run, asyncio.run, coroutine).result()
