@@ -1,0 +1,1 @@
+"""Example tools, published by ``chatflow up`` (installed as the ``chatflow_examples`` package)."""

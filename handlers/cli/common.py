@@ -1,0 +1,36 @@
+"""What several commands share: settings, the Redis URL, a client."""
+
+from __future__ import annotations
+
+import argparse
+
+from runtime.errors import ConfigurationError
+
+from ..keys import Keys
+from ..redis_client import Client, make_client
+from ..settings import Settings
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    settings = Settings()
+    url = getattr(args, "redis_url", None)
+    if url:
+        settings = settings.model_copy(update={"redis_url": url})
+    return settings
+
+
+def require_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise ConfigurationError(
+            "REDIS_URL is not set: point it at your Valkey/Redis (redis://host:6379/0), "
+            "or use `chatflow up`, which starts an embedded one")
+    return settings.redis_url
+
+
+def client_for(settings: Settings) -> tuple[Client, Keys]:
+    return (make_client(require_url(settings), cluster=settings.redis_cluster),
+            Keys(settings.prefix, settings.partitions))
+
+
+def add_redis_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis-url", help="overrides REDIS_URL")

@@ -1,0 +1,110 @@
+"""``chatflow exec``: publish one command, wait for its result, print it (and its trace)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from runtime.errors import ConfigurationError
+from runtime.state import LogEntry
+from schemas.wire import ExecuteToolCommand
+
+from ..client import ResultTimeout, execute, trace
+from .common import add_redis_flag, client_for, settings_from
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("exec", help="publish one executeTool command and print its result")
+    add_redis_flag(p)
+    p.add_argument("--file", help="a JSON file holding a whole ExecuteToolCommand")
+    p.add_argument("--tool", help="publishedToolId to run")
+    p.add_argument("--tool-id", default=None, help="Tool.id (defaults to the publishedToolId)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                   help="a tool input (repeatable); VALUE may use {{session}} variables")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                   help="a session variable of the calling flow (repeatable)")
+    p.add_argument("--contact", default="cli", help="contactId of the context")
+    p.add_argument("--output", default="result", help="outputVariable")
+    p.add_argument("--on-error", choices=["blocking", "continue"], default="blocking")
+    p.add_argument("--debug", action="store_true", help="emit debug events for the contact")
+    p.add_argument("--trace", action="store_true", help="print the block-by-block trace")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+    p.set_defaults(handler=cmd_exec)
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def build_command(args: argparse.Namespace) -> ExecuteToolCommand:
+    if args.file:
+        try:
+            return msgspec.json.decode(Path(args.file).read_bytes(), type=ExecuteToolCommand)
+        except (OSError, msgspec.DecodeError) as exc:
+            raise ConfigurationError(f"--file {args.file}: {exc}") from exc
+    if not args.tool:
+        raise ConfigurationError("give --tool PUBLISHED_TOOL_ID or --file COMMAND.json")
+    inputs = _pairs(args.input, "--input")
+    data: dict[str, Any] = {
+        "commandId": f"cli-{uuid.uuid4().hex[:12]}",
+        "action": {"id": "cli", "type": "executeTool", "toolId": args.tool_id or args.tool,
+                   "publishedToolId": args.tool, "outputVariable": args.output,
+                   "onError": args.on_error, "errorVariable": "error",
+                   "inputVariables": [{"name": k, "value": v} for k, v in inputs.items()]},
+        "context": {"contactId": args.contact, "variables": _pairs(args.var, "--var"),
+                    "debug": args.debug},
+    }
+    return msgspec.convert(data, ExecuteToolCommand)
+
+
+def render_trace(entries: list[LogEntry]) -> str:
+    lines = []
+    for e in entries:
+        depth = e.execId.count(".")
+        pad = "  " * depth
+        if e.type == "block":
+            mark = "ok " if e.ok else "ERR"
+            extra = f" -> {e.matchedConditionId}" if e.matchedConditionId else ""
+            err = f"  {e.error.message}" if e.error else ""
+            lines.append(f"{pad}{mark} {e.blockId} [{e.blockType}] {e.durationMs}ms{extra}{err}")
+        elif e.type == "spawned":
+            lines.append(f"{pad}    callTool {e.blockId} -> child {e.child}")
+        elif e.type in ("finished", "aborted"):
+            outcome = repr(e.result) if e.ok else (e.error.message if e.error else "")
+            lines.append(f"{pad}{e.type} {outcome}")
+    return "\n".join(lines)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    client, keys = client_for(settings)
+    try:
+        command = build_command(args)
+        try:
+            result = await execute(client, keys, command, timeout_s=args.timeout)
+        except ResultTimeout as exc:
+            raise ConfigurationError(f"{exc}: is a worker running against this REDIS_URL? "
+                                     "(`chatflow worker` or `chatflow up`)") from exc
+        print(json.dumps(msgspec.to_builtins(result), ensure_ascii=False, indent=2))
+        if args.trace and result.executionId:
+            print(render_trace(await trace(client, keys, result.executionId)), file=sys.stderr)
+        return 0 if result.ok else 1
+    finally:
+        await client.aclose()
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))

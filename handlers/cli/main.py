@@ -1,0 +1,33 @@
+"""Argument parsing and dispatch; each command lives in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from runtime.errors import ChatflowError
+
+from . import exec_cmd, publish_cmd, run_cmd, tail_cmd
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chatflow", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Command = args.handler
+    try:
+        return handler(args)
+    except ChatflowError as exc:
+        print(f"chatflow: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,104 @@
+"""``chatflow up`` and ``chatflow worker``: run the workers until a signal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+
+from ..embedded import EmbeddedServer
+from ..examples import publish_examples
+from ..logging import configure_logging
+from ..settings import Settings
+from ..worker import Worker
+from .common import add_redis_flag, require_url, settings_from
+
+log = structlog.get_logger("chatflow.cli")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser("up", help="everything in one process (embedded Valkey without REDIS_URL)")
+    add_redis_flag(up)
+    up.add_argument("--data-dir", default=".chatflow/valkey",
+                    help="where the embedded Valkey keeps its AOF (default .chatflow/valkey)")
+    up.add_argument("--port", type=int, default=6379, help="embedded Valkey port (0: any free)")
+    up.add_argument("--no-examples", action="store_true", help="do not publish examples/")
+    up.set_defaults(handler=cmd_up)
+
+    worker = sub.add_parser("worker", help="the stream workers, against REDIS_URL")
+    add_redis_flag(worker)
+    worker.add_argument("--processes", type=int, default=1, help="worker processes to run")
+    worker.add_argument("--concurrency", type=int, default=None,
+                        help="in-flight batches per subscriber (default CHATFLOW_INFLIGHT_BATCHES)")
+    worker.set_defaults(handler=cmd_worker)
+
+
+async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    worker = Worker(settings, url)
+    await worker.start()
+    try:
+        await stop.wait()
+    finally:
+        await worker.stop()
+
+
+def _worker_process(settings_json: str, url: str) -> None:
+    configure_logging()
+    asyncio.run(serve(Settings.model_validate_json(settings_json), url))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    configure_logging()
+    settings = settings_from(args)
+    if args.concurrency:
+        settings = settings.model_copy(update={"inflight_batches": args.concurrency})
+    url = require_url(settings)
+    if args.processes <= 1:
+        asyncio.run(serve(settings, url))
+        return 0
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker_process, args=(settings.model_dump_json(), url))
+             for _ in range(args.processes)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:
+        for p in procs:
+            p.terminate()
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    configure_logging()
+    settings = settings_from(args)
+    server = None
+    url = settings.redis_url
+    if not url:
+        server = EmbeddedServer(port=args.port, data_dir=str(Path(args.data_dir).resolve()),
+                                appendonly=True).start()
+        url = server.url
+        print(f"embedded Valkey on {url} (AOF in {server.data_dir})", file=sys.stderr)
+        os.environ["REDIS_URL"] = url
+    try:
+        if not args.no_examples:
+            names = asyncio.run(publish_examples(settings, url))
+            print(f"published examples: {', '.join(names)}", file=sys.stderr)
+        print(f"ready. try: REDIS_URL={url} chatflow exec --tool pt-greeting "
+              f"--input name=Ana", file=sys.stderr)
+        asyncio.run(serve(settings, url))
+    finally:
+        if server is not None:
+            server.stop()
+    return 0

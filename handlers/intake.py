@@ -1,0 +1,128 @@
+"""Turn executeTool commands into executions.
+
+A command is acked only after its execution exists (or its answer is out),
+and the execution's creation is guarded by the ``commandId``, so a command
+published twice, or redelivered after a crash, runs once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import structlog
+
+from runtime.definitions import DefinitionCache
+from runtime.errors import ToolFailure
+from runtime.events import tool_result
+from runtime.machine import Machine
+from runtime.state import RootInfo
+from schemas.wire import DeadLetter, ExecuteToolAction, ExecuteToolCommand, ToolError
+
+from .keys import COMMANDS_GROUP, Keys
+from .store import Commit, Publish, Store
+
+log = structlog.get_logger("chatflow.intake")
+_decode = msgspec.json.Decoder(ExecuteToolCommand)
+_enc = msgspec.json.Encoder()
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+class Intake:
+    def __init__(self, store: Store, machine: Machine, definitions: DefinitionCache,
+                 clock: Callable[[], int] = _now) -> None:
+        self.store = store
+        self.keys: Keys = store.keys
+        self.machine = machine
+        self.definitions = definitions
+        self.clock = clock
+        self.results_maxlen = 0
+
+    async def process(self, entries: list[Entry], deliveries: dict[bytes, int] | None = None) -> None:
+        commands: list[tuple[bytes, ExecuteToolCommand]] = []
+        rejects: list[Publish] = []
+        for entry_id, fields in entries:
+            parsed = self._parse(entry_id, fields)
+            if isinstance(parsed, ExecuteToolCommand):
+                commands.append((entry_id, parsed))
+            else:
+                rejects.append(parsed)
+        await self.store.publish_once(rejects)
+        await self._start(commands)
+        ids = [entry_id for entry_id, _ in entries]
+        if ids:
+            await self.store.client.xack(self.keys.commands, COMMANDS_GROUP, *ids)
+
+    def _parse(self, entry_id: bytes, fields: dict[bytes, bytes]) -> ExecuteToolCommand | Publish:
+        raw = fields.get(b"data")
+        if raw is None:
+            return self._dead_letter(entry_id, fields, "entry has no 'data' field")
+        try:
+            return _decode.decode(raw)
+        except msgspec.DecodeError as exc:
+            return self._reject(entry_id, raw, fields, f"invalid executeTool command: {exc}")
+
+    def _reject(self, entry_id: bytes, raw: bytes, fields: dict[bytes, bytes], why: str) -> Publish:
+        """An error result when a commandId can be read; otherwise a dead letter."""
+        try:
+            loose: Any = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            loose = None
+        command_id = loose.get("commandId") if isinstance(loose, dict) else None
+        if not isinstance(command_id, str) or not command_id:
+            return self._dead_letter(entry_id, fields, why)
+        action = loose.get("action") if isinstance(loose.get("action"), dict) else {}
+        reply_to = loose.get("replyTo") if isinstance(loose.get("replyTo"), str) else None
+        action_id = action.get("id") if isinstance(action.get("id"), str) else None
+        root = RootInfo(command_id, ExecuteToolAction(id=action_id or "", toolId="",
+                                                      publishedToolId=""),
+                        reply_to, {}, "", {}, {}, self.clock())
+        result = tool_result(root, execution_id="", result="",
+                             error=ToolError("invalid_command", why), now=self.clock())
+        result = msgspec.structs.replace(result, actionId=action_id)
+        stream = reply_to or self.keys.results
+        return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),
+                       _enc.encode(result), self.results_maxlen)
+
+    def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], why: str,
+                     deliveries: int = 1) -> Publish:
+        raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
+        letter = DeadLetter(why, self.keys.commands, entry_id.decode(), deliveries,
+                            raw.decode("utf-8", errors="replace"))
+        log.warning("command dead-lettered", entry=entry_id.decode(), reason=why)
+        stream = self.keys.dead_letters
+        return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),
+                       _enc.encode(letter))
+
+    async def _start(self, commands: list[tuple[bytes, ExecuteToolCommand]]) -> None:
+        if not commands:
+            return
+        pts = [c.action.publishedToolId for _, c in commands]
+        raws = await self.store.get_tools(pts)
+        flags = await self.store.debug_flags([c.context.contactId for _, c in commands])
+        commits: list[Commit] = []
+        for (_, cmd), raw, flag in zip(commands, raws, flags, strict=True):
+            partition = self.keys.partition_of(cmd.commandId)
+            exec_id = f"{partition}-{uuid.uuid4().hex}"
+            parsed = self.definitions.parse(cmd.action.publishedToolId, raw)
+            now = self.clock()
+            if isinstance(parsed, ToolFailure):
+                t = self.machine.start(cmd, parsed, "", b"", exec_id=exec_id,
+                                       partition=partition, now=now,
+                                       debug=cmd.context.debug or flag)
+            else:
+                published, digest, data = parsed
+                t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
+                                       partition=partition, now=now,
+                                       debug=cmd.context.debug or flag)
+            deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
+            commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
+                                  deadline=None if t.finishes_root else deadline))
+        await self.store.commit(commits)

@@ -1,0 +1,97 @@
+"""Every Redis key and stream name, in one place.
+
+Public names follow SPEC and take the configurable prefix. Internal keys live
+in partitions: every key of one partition carries the hash tag ``{cf:N}``, so
+one Lua script can commit a step's state, its next step and its outbox
+messages atomically, on a single node or a Redis Cluster alike. A callTool
+tree lives entirely in its root's partition.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+COMMANDS_GROUP = "chatflow-workers"
+STEPS_GROUP = "chatflow-workers"
+RELAY_GROUP = "chatflow-relay"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str = ""
+    partitions: int = 4
+
+    # -- public (SPEC) ---------------------------------------------------------
+    @property
+    def commands(self) -> str:
+        return f"{self.prefix}stream:tool-commands"
+
+    @property
+    def results(self) -> str:
+        return f"{self.prefix}stream:tool-results"
+
+    @property
+    def executions(self) -> str:
+        return f"{self.prefix}stream:tool-executions"
+
+    @property
+    def llm_usage(self) -> str:
+        return f"{self.prefix}stream:llm-usage"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.prefix}stream:tool-dead-letters"
+
+    def debug(self, contact_id: str) -> str:
+        return f"{self.prefix}stream:debug:{contact_id}"
+
+    def debug_flag(self, contact_id: str) -> str:
+        """A per-contact switch that outlives commands: ``SET debug:contact:ID 1``."""
+        return f"{self.prefix}debug:contact:{contact_id}"
+
+    def tool(self, published_tool_id: str) -> str:
+        return f"{self.prefix}tool:{published_tool_id}"
+
+    def server(self, server_id: str) -> str:
+        return f"{self.prefix}integration:server:{server_id}"
+
+    @staticmethod
+    def sent_marker(stream: str, message_id: str) -> str:
+        """Dedup marker in the same slot as ``stream`` (hash tag = the stream's full name)."""
+        return f"{{{stream}}}:sent:{message_id}"
+
+    # -- partitions ----------------------------------------------------------
+    def partition_of(self, command_id: str) -> int:
+        return zlib.crc32(command_id.encode()) % self.partitions
+
+    def _tag(self, n: int) -> str:
+        return f"{self.prefix}{{cf:{n}}}"
+
+    def steps(self, n: int) -> str:
+        return f"{self._tag(n)}:steps"
+
+    def outbox(self, n: int) -> str:
+        return f"{self._tag(n)}:outbox"
+
+    def state(self, n: int, exec_id: str) -> str:
+        return f"{self._tag(n)}:exec:{exec_id}"
+
+    def command(self, n: int, command_id: str) -> str:
+        return f"{self._tag(n)}:cmd:{command_id}"
+
+    def done(self, n: int, root_id: str) -> str:
+        return f"{self._tag(n)}:done:{root_id}"
+
+    def deadlines(self, n: int) -> str:
+        return f"{self._tag(n)}:deadlines"
+
+    def definition(self, n: int, digest: str) -> str:
+        return f"{self._tag(n)}:def:{digest}"
+
+    def events(self, n: int, exec_id: str) -> str:
+        return f"{self._tag(n)}:events:{exec_id}"
+
+    def partition_of_exec(self, exec_id: str) -> int:
+        """Execution ids start with their partition: ``3-<uuid>[.<n>...]``."""
+        return int(exec_id.split("-", 1)[0])

@@ -1,0 +1,10 @@
+-- Write one message to a public stream exactly once.
+-- KEYS[1] the stream  KEYS[2] its dedup marker (hash-tagged with the stream's name)
+-- ARGV[1] the JSON  ARGV[2] marker ttl (s)  ARGV[3] approximate MAXLEN ('0' none)
+if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+if ARGV[3] ~= '0' then
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'data', ARGV[1])
+else
+  redis.call('XADD', KEYS[1], '*', 'data', ARGV[1])
+end
+return 1

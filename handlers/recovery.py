@@ -1,0 +1,116 @@
+"""Recovery: reclaim what dead workers left pending, and answer expired deadlines.
+
+Every worker runs these loops; they are idempotent, so several may race.
+Pending entries idle for ``claim_idle_ms`` are claimed with XPENDING + XCLAIM
+(XPENDING gives the delivery count, which XAUTOCLAIM does not) and go through
+the same processors as fresh entries. An entry delivered ``max_deliveries``
+times is a poison message: it goes to the dead-letter stream, and the
+execution it belonged to is answered with an internal error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import structlog
+
+from runtime import errors
+from runtime.machine import Machine
+from runtime.state import step_decoder
+from schemas.wire import DeadLetter
+
+from .keys import Keys
+from .settings import Settings
+from .store import Commit, Publish, Store
+
+log = structlog.get_logger("chatflow.recovery")
+Entry = tuple[bytes, dict[bytes, bytes]]
+_enc = msgspec.json.Encoder()
+
+
+class Recovery:
+    def __init__(self, store: Store, machine: Machine, settings: Settings, consumer: str) -> None:
+        self.store = store
+        self.keys: Keys = store.keys
+        self.machine = machine
+        self.settings = settings
+        self.consumer = consumer
+        self.reaped = 0
+        self.reclaimed = 0
+        self.dead_lettered = 0
+
+    async def reap_deadlines(self, partition: int) -> int:
+        now = int(time.time() * 1000)
+        due = await self.store.client.zrangebyscore(self.keys.deadlines(partition), "-inf", now,
+                                                    start=0, num=100)
+        if not due:
+            return 0
+        ids = [d.decode() for d in due]
+        states = await self.store.load_states([(partition, i) for i in ids])
+        commits: list[Commit] = []
+        for exec_id, state in zip(ids, states, strict=True):
+            if state is None:
+                await self.store.client.zrem(self.keys.deadlines(partition), exec_id)
+                continue
+            failure = errors.tool_timeout(state.root.action.publishedToolId,
+                                          self.machine.limits.tool_timeout_ms)
+            t = self.machine.abort(state, failure, now)
+            t.expect = None  # the done guard alone decides: the answer must go out
+            commits.append(Commit(partition, exec_id, t, None))
+        verdicts = await self.store.commit(commits)
+        self.reaped += sum(1 for v in verdicts if v == 1)
+        return len(commits)
+
+    async def reclaim(self, stream: str, group: str, partition: int,
+                      process: Callable[[list[Entry]], Awaitable[None]],
+                      kind: str) -> int:
+        client = self.store.client
+        pending = await client.xpending_range(stream, group, min="-", max="+",
+                                              count=self.settings.batch_size,
+                                              idle=self.settings.claim_idle_ms)
+        if not pending:
+            return 0
+        ids = [p["message_id"] for p in pending]
+        counts = {p["message_id"]: p["times_delivered"] for p in pending}
+        claimed: list[Entry] = await client.xclaim(stream, group, self.consumer,
+                                                   self.settings.claim_idle_ms, ids)
+        fresh = [e for e in claimed if e[1] and counts.get(e[0], 0) < self.settings.max_deliveries]
+        poison = [e for e in claimed if e[1] and counts.get(e[0], 0) >= self.settings.max_deliveries]
+        if fresh:
+            log.info("reclaimed pending entries", stream=stream, count=len(fresh))
+            await process(fresh)
+            self.reclaimed += len(fresh)
+        for entry in poison:
+            await self._poison(stream, group, partition, entry, counts[entry[0]], kind)
+        return len(claimed)
+
+    async def _poison(self, stream: str, group: str, partition: int, entry: Entry,
+                      deliveries: int, kind: str) -> None:
+        entry_id, fields = entry
+        raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
+        letter = DeadLetter(f"delivered {deliveries} times without completing", stream,
+                            entry_id.decode(), deliveries, raw.decode("utf-8", errors="replace"))
+        dl = self.keys.dead_letters
+        await self.store.publish_once([Publish(dl, Keys.sent_marker(dl, f"{stream}:{entry_id.decode()}"),
+                                               _enc.encode(letter))])
+        log.error("poison entry dead-lettered", stream=stream, entry=entry_id.decode(),
+                  deliveries=deliveries)
+        self.dead_lettered += 1
+        if kind == "steps":
+            await self._abort_step_owner(partition, fields)
+        await self.store.client.xack(stream, group, entry_id)
+
+    async def _abort_step_owner(self, partition: int, fields: dict[bytes, bytes]) -> None:
+        try:
+            msg = step_decoder.decode(fields[b"d"])
+        except (KeyError, msgspec.DecodeError):
+            return
+        (state,) = await self.store.load_states([(partition, msg.e)])
+        if state is None or state.status == "done":
+            return
+        t = self.machine.abort(state, errors.internal_error("step kept failing; dead-lettered"),
+                               int(time.time() * 1000))
+        t.expect = None
+        await self.store.commit([Commit(partition, state.rootId, t, None)])

@@ -1,0 +1,51 @@
+"""Relay a partition's outbox to the public streams, each message exactly once.
+
+A transition's messages enter the outbox atomically with the transition;
+this relay copies each one to its public stream under a dedup marker that
+lives in the target stream's slot, then acks. A crash between the two is
+harmless: the redelivered entry finds its marker and is only acked.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from .keys import RELAY_GROUP, Keys
+from .settings import Settings
+from .store import Publish, Store
+
+log = structlog.get_logger("chatflow.relay")
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+class Relay:
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.keys: Keys = store.keys
+        self.settings = settings
+        self.published = 0
+
+    def target(self, kind: bytes, key: bytes) -> tuple[str, int]:
+        s = self.settings
+        if kind == b"result":
+            return (key.decode() or self.keys.results), s.results_maxlen
+        if kind == b"execution":
+            return self.keys.executions, s.executions_maxlen
+        if kind == b"debug":
+            return self.keys.debug(key.decode()), s.debug_maxlen
+        return self.keys.llm_usage, 0
+
+    async def process(self, partition: int, entries: list[Entry]) -> None:
+        items: list[Publish] = []
+        for entry_id, fields in entries:
+            stream, maxlen = self.target(fields.get(b"k", b""), fields.get(b"t", b""))
+            marker = Keys.sent_marker(stream, f"{partition}:{entry_id.decode()}")
+            items.append(Publish(stream, marker, fields.get(b"d", b"{}"), maxlen))
+        await self.store.publish_once(items)
+        ids = [entry_id for entry_id, _ in entries]
+        outbox = self.keys.outbox(partition)
+        async with self.store.client.pipeline(transaction=False) as pipe:
+            pipe.xack(outbox, RELAY_GROUP, *ids)
+            pipe.xdel(outbox, *ids)
+            await pipe.execute()
+        self.published += len(items)

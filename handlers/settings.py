@@ -1,0 +1,47 @@
+"""Settings from the environment (``CHATFLOW_*``, plus ``REDIS_URL``)."""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runtime.limits import Limits
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CHATFLOW_", extra="ignore")
+
+    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("REDIS_URL",
+                                                                               "CHATFLOW_REDIS_URL"))
+    redis_cluster: bool = False
+    prefix: str = ""
+    partitions: int = Field(default=4, ge=1, le=1024)
+    batch_size: int = Field(default=64, ge=1, le=1000)
+    inflight_batches: int = Field(default=4, ge=1, le=64)
+    block_ms: int = Field(default=1000, ge=1)
+    claim_idle_ms: int = Field(default=15_000, ge=100)
+    claim_interval_ms: int = Field(default=2_000, ge=10)
+    reaper_interval_ms: int = Field(default=500, ge=10)
+    max_deliveries: int = Field(default=5, ge=1)
+    debug_maxlen: int = Field(default=1000, ge=1)
+    results_maxlen: int = Field(default=0, ge=0)
+    executions_maxlen: int = Field(default=0, ge=0)
+    dedup_ttl_s: int = Field(default=86_400, ge=60)
+    state_ttl_s: int = Field(default=3_600, ge=60)
+    marker_ttl_s: int = Field(default=900, ge=60)
+    script_timeout_ms: int = Field(default=1000, ge=1)
+    script_max_memory_mb: int = Field(default=64, ge=4)
+    tool_timeout_ms: int = Field(default=30_000, ge=100)
+    max_hops: int = Field(default=50, ge=1)
+    max_depth: int = Field(default=5, ge=0)
+    max_invocations: int = Field(default=50, ge=0)
+    http_timeout_ms: int = Field(default=10_000, ge=1)
+
+    def limits(self) -> Limits:
+        return Limits(
+            tool_timeout_ms=self.tool_timeout_ms,
+            max_hops=self.max_hops,
+            max_depth=self.max_depth,
+            max_invocations=self.max_invocations,
+            http_timeout_ms=self.http_timeout_ms,
+        )

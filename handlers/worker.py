@@ -1,0 +1,197 @@
+"""The worker: FastStream batch subscribers on the command, step and outbox streams.
+
+One process runs, for every partition, a step subscriber and an outbox
+relay subscriber, plus one command subscriber and the recovery loops. All of
+them are stateless: any worker, on any machine, can take any entry. Acks are
+manual, because a step's ack is part of its atomic commit (handlers/store.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import structlog
+from faststream import Context
+from faststream.middlewares import AckPolicy
+from faststream.redis import RedisBroker, StreamSub
+from redis.exceptions import RedisError, ResponseError
+
+from runtime.blocks.runner import BlockRunner
+from runtime.definitions import DefinitionCache
+from runtime.machine import Machine
+from runtime.sandbox import ScriptLimits, ScriptSandbox
+
+from .intake import Intake
+from .keys import COMMANDS_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .recovery import Recovery
+from .redis_client import Client, make_client
+from .relay import Relay
+from .settings import Settings
+from .steps import StepProcessor
+from .store import Store
+
+log = structlog.get_logger("chatflow.worker")
+Entry = tuple[bytes, dict[bytes, bytes]]
+Process = Callable[[list[Entry]], Awaitable[None]]
+
+
+def consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+async def ensure_groups(client: Client, keys: Keys) -> None:
+    """Create every consumer group at id 0 (FastStream would create them at ``$``,
+    silently skipping whatever was published before the first worker started)."""
+    pairs = [(keys.commands, COMMANDS_GROUP)]
+    for n in range(keys.partitions):
+        pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
+    for stream, group in pairs:
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+            await client.xgroup_create(stream, group, id="0", mkstream=True)
+
+
+@dataclass
+class Worker:
+    settings: Settings
+    url: str
+    consumer: str = field(default_factory=consumer_name)
+    extra_executors: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.keys = Keys(s.prefix, s.partitions)
+        self.client = make_client(self.url, cluster=s.redis_cluster)
+        self.store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
+                           dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s)
+        self.definitions = DefinitionCache()
+        self.machine = Machine(s.limits())
+        self.http = httpx.AsyncClient(follow_redirects=False)
+        self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
+                                                  max_memory_bytes=s.script_max_memory_mb << 20))
+        self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
+                                  definitions=self.definitions, limits=self.machine.limits,
+                                  script_timeout_ms=s.script_timeout_ms)
+        for kind, executor in self.extra_executors.items():
+            self.runner.register(kind, executor)
+        self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions)
+        self.intake = Intake(self.store, self.machine, self.definitions)
+        self.intake.results_maxlen = s.results_maxlen
+        self.relay = Relay(self.store, s)
+        self.recovery = Recovery(self.store, self.machine, s, self.consumer)
+        self.broker = RedisBroker(self.url, logger=None) if not s.redis_cluster else _cluster_broker(self.url)
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(s.inflight_batches * (2 * s.partitions + 1))
+        self._loops: list[asyncio.Task[None]] = []
+        self._subscribe()
+
+    # -- wiring ----------------------------------------------------------------
+
+    def _sub(self, stream: str, group: str, process: Process) -> None:
+        s = self.settings
+
+        async def handle(_body: Any, message: Any = Context("message")) -> None:
+            raw = message.raw_message
+            entries = list(zip(raw["message_ids"], raw["data"], strict=True))
+            await self._slots.acquire()
+            task = asyncio.create_task(self._guarded(process, entries))
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+
+        self.broker.subscriber(
+            stream=StreamSub(stream, group=group, consumer=self.consumer, batch=True,
+                             max_records=s.batch_size, polling_interval=s.block_ms),
+            ack_policy=AckPolicy.MANUAL,
+        )(handle)
+
+    def _subscribe(self) -> None:
+        self._sub(self.keys.commands, COMMANDS_GROUP, self.intake.process)
+        for n in range(self.keys.partitions):
+            self._sub(self.keys.steps(n), STEPS_GROUP, _bind(self.steps.process, n))
+            self._sub(self.keys.outbox(n), RELAY_GROUP, _bind(self.relay.process, n))
+
+    async def _guarded(self, process: Process, entries: list[Entry]) -> None:
+        try:
+            # Shielded: once a batch is taken, cancellation (shutdown) must not cut its
+            # commit in half; what is not committed stays pending and is reclaimed.
+            await asyncio.shield(process(entries))
+        except RedisError as exc:
+            log.warning("batch left pending after a Redis error", error=str(exc))
+        except Exception:
+            log.exception("batch failed; left pending for reclaim")
+        finally:
+            self._slots.release()
+
+    # -- recovery loops ----------------------------------------------------------
+
+    async def _every(self, interval_ms: int, tick: Callable[[], Awaitable[Any]]) -> None:
+        failing = False
+        while True:
+            try:
+                await tick()
+                if failing:
+                    log.info("recovery loop reconnected")
+                failing = False
+            except RedisError as exc:
+                if not failing:  # log the outage once, not once per tick
+                    log.warning("recovery loop cannot reach Redis; retrying", error=str(exc))
+                failing = True
+            except Exception:
+                log.exception("recovery loop tick failed")
+            await asyncio.sleep(interval_ms / 1000)
+
+    async def _reclaim_all(self) -> None:
+        k = self.keys
+        await self.recovery.reclaim(k.commands, COMMANDS_GROUP, -1, self.intake.process, "commands")
+        for n in range(k.partitions):
+            await self.recovery.reclaim(k.steps(n), STEPS_GROUP, n,
+                                        _bind(self.steps.process, n), "steps")
+            await self.recovery.reclaim(k.outbox(n), RELAY_GROUP, n,
+                                        _bind(self.relay.process, n), "outbox")
+
+    async def _reap_all(self) -> None:
+        for n in range(self.keys.partitions):
+            await self.recovery.reap_deadlines(n)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        await ensure_groups(self.client, self.keys)
+        await self.broker.start()
+        s = self.settings
+        self._loops = [
+            asyncio.create_task(self._every(s.claim_interval_ms, self._reclaim_all)),
+            asyncio.create_task(self._every(s.reaper_interval_ms, self._reap_all)),
+        ]
+        log.info("worker started", consumer=self.consumer, partitions=s.partitions)
+
+    async def stop(self) -> None:
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        await self.broker.stop()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        await self.http.aclose()
+        self.sandbox.close()
+        await self.client.aclose()
+
+
+def _bind(fn: Callable[[int, list[Entry]], Awaitable[None]], n: int) -> Process:
+    async def bound(entries: list[Entry]) -> None:
+        await fn(n, entries)
+
+    return bound
+
+
+def _cluster_broker(url: str) -> Any:
+    from faststream.redis import RedisClusterBroker
+
+    return RedisClusterBroker(url, logger=None)

@@ -1,0 +1,91 @@
+"""Dispatch a block to its executor."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import httpx
+
+from schemas.definition import CallToolBlock, ExecuteScriptBlock, HttpCallBlock
+
+from .. import errors
+from ..definitions import DefinitionCache
+from ..errors import ToolFailure
+from ..interpolation import RenderTooLarge
+from ..limits import Limits
+from ..outcome import BlockOutcome, SpawnChild
+from ..sandbox import ScriptSandbox
+from ..state import ExecState
+from .common import value_of
+from .http import run_http_call
+from .script import run_script
+
+
+class ToolSource(Protocol):
+    """Where published tools are read from (``tool:{publishedToolId}``)."""
+
+    async def get_tool(self, published_tool_id: str) -> bytes | None: ...
+
+
+Executor = Callable[[ExecState, Any, int], Awaitable[BlockOutcome]]
+Result = BlockOutcome | SpawnChild | ToolFailure
+
+
+class Unsupported(ToolFailure):
+    """Raised when a block kind has no executor in this runtime."""
+
+
+class BlockRunner:
+    """Runs one block; extra executors (callEndpoint, fetchMedia, callAI) register by type."""
+
+    def __init__(
+        self,
+        *,
+        http: httpx.AsyncClient,
+        sandbox: ScriptSandbox,
+        tools: ToolSource,
+        definitions: DefinitionCache,
+        limits: Limits,
+        script_timeout_ms: int = 1000,
+    ) -> None:
+        self.http = http
+        self.sandbox = sandbox
+        self.tools = tools
+        self.definitions = definitions
+        self.limits = limits
+        self.script_timeout_ms = script_timeout_ms
+        self.executors: dict[str, Executor] = {}
+
+    def register(self, block_type: str, executor: Executor) -> None:
+        self.executors[block_type] = executor
+
+    async def run(self, state: ExecState, block: Any, now_ms: int) -> Result:
+        try:
+            return await self._run(state, block, now_ms)
+        except RenderTooLarge as exc:
+            return BlockOutcome(error=ToolFailure("render_too_large", str(exc)))
+
+    async def _run(self, state: ExecState, block: Any, now_ms: int) -> Result:
+        if isinstance(block, HttpCallBlock):
+            return await run_http_call(self.http, state, block, self.limits, now_ms)
+        if isinstance(block, ExecuteScriptBlock):
+            return await run_script(self.sandbox, state, block, self.limits, now_ms,
+                                    self.script_timeout_ms)
+        if isinstance(block, CallToolBlock):
+            return await self._load_child(state, block)
+        executor = self.executors.get(block.type)
+        if executor is None:
+            failure = errors.block_not_supported(block.type, block.id, state.publishedToolId)
+            return Unsupported(failure.code, failure.message)
+        return await executor(state, block, now_ms)
+
+    async def _load_child(self, state: ExecState, block: CallToolBlock) -> SpawnChild | ToolFailure:
+        raw = await self.tools.get_tool(block.publishedToolId)
+        parsed = self.definitions.parse(block.publishedToolId, raw)
+        if isinstance(parsed, ToolFailure):
+            return parsed
+        published, digest, data = parsed
+        cap = self.limits.max_rendered_chars
+        inputs = {m.name: value_of(m.value, state, cap) for m in block.inputVariables}
+        return SpawnChild(published, digest, data, inputs)

@@ -1,0 +1,31 @@
+"""executeScript: JavaScript in the V8 sandbox (see runtime/sandbox and docs/sandbox.md)."""
+
+from __future__ import annotations
+
+import time
+
+from schemas.definition import ExecuteScriptBlock
+
+from ..errors import ToolFailure
+from ..limits import Limits
+from ..outcome import BlockOutcome
+from ..sandbox import ScriptJob, ScriptSandbox
+from ..state import ExecState
+from .common import remaining_ms, value_of
+
+
+async def run_script(
+    sandbox: ScriptSandbox, state: ExecState, block: ExecuteScriptBlock, limits: Limits,
+    now_ms: int, script_timeout_ms: int,
+) -> BlockOutcome:
+    started = time.perf_counter()
+    inputs = {m.name: value_of(m.value, state, limits.max_rendered_chars)
+              for m in block.inputVariables}
+    timeout = min(script_timeout_ms, remaining_ms(state, now_ms))
+    outcome = await sandbox.run(ScriptJob(block.source, inputs, timeout))
+    duration = int((time.perf_counter() - started) * 1000)
+    if outcome.ok:
+        return BlockOutcome(writes={block.outputVariable: outcome.value},
+                            debug={"result": outcome.value}, duration_ms=duration)
+    failure = ToolFailure(outcome.code or "script_error", outcome.error or "script failed")
+    return BlockOutcome(writes={block.outputVariable: ""}, error=failure, duration_ms=duration)

@@ -1,0 +1,115 @@
+"""Builders of the public messages: results, tool-execution events, debug events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from schemas.wire import (
+    DebugEvent,
+    ToolBlockDebugEvent,
+    ToolError,
+    ToolExecutionStreamEvent,
+    ToolResult,
+)
+
+from .interpolation import render
+from .state import Emit, ExecState, RootInfo
+
+_enc = msgspec.json.Encoder()
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def tool_result(
+    root: RootInfo, *, execution_id: str, result: str, error: ToolError | None, now: int
+) -> ToolResult:
+    """Apply the executeTool action's outputVariable/onError semantics (SPEC: ToolResult)."""
+    action = root.action
+    duration = max(0, now - root.startedMs)
+    if error is None:
+        variables = {action.outputVariable: result} if action.outputVariable else {}
+        return ToolResult(root.commandId, action.id, True, result, variables, "continue", None,
+                          duration, executionId=execution_id)
+    if action.onError == "continue":
+        variables: dict[str, Any] = {}
+        if action.outputVariable:
+            variables[action.outputVariable] = ""
+        if action.errorVariable:
+            variables[action.errorVariable] = error.message
+        return ToolResult(root.commandId, action.id, False, "", variables, "continue", error,
+                          duration, executionId=execution_id)
+    handoff = action.errorHandoff is None or action.errorHandoff
+    message = None
+    if action.errorMessage:
+        message = render(action.errorMessage, root.sessionVariables, root.context)
+    return ToolResult(root.commandId, action.id, False, "", {},
+                      "handoff" if handoff else "defaultException", error, duration,
+                      errorMessage=message, executionId=execution_id)
+
+
+def result_emit(root: RootInfo, result: ToolResult) -> Emit:
+    return Emit("result", root.replyTo or "", _enc.encode(result))
+
+
+def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
+    event = ToolExecutionStreamEvent(
+        toolId=state.toolId,
+        publishedToolId=state.publishedToolId,
+        durationMs=max(0, now - state.startedMs),
+        success=ok,
+        occurredAt=iso(now),
+        executionId=state.execId,
+        rootExecutionId=state.rootId,
+        commandId=state.root.commandId,
+        depth=state.depth,
+        errorCode=error.code if error else None,
+    )
+    return Emit("execution", "", _enc.encode(event))
+
+
+def debug_emit(
+    state: ExecState, kind: str, action_type: str, payload: dict[str, Any], now: int
+) -> Emit:
+    event = DebugEvent(
+        type=kind,  # type: ignore[arg-type]
+        actionType=action_type,
+        actionId=state.root.action.id,
+        commandId=state.root.commandId,
+        executionId=state.execId,
+        occurredAt=iso(now),
+        payload=payload,
+    )
+    return Emit("debug", state.root.contactId, _enc.encode(event))
+
+
+def block_debug(
+    state: ExecState,
+    block_id: str,
+    block_type: str,
+    detail: dict[str, Any],
+    error: str | None,
+    matched: str | None,
+    duration_ms: int,
+    now: int,
+) -> Emit:
+    event = ToolBlockDebugEvent(
+        blockId=block_id,
+        blockType=block_type,
+        toolId=state.toolId,
+        publishedToolId=state.publishedToolId,
+        depth=state.depth,
+        durationMs=duration_ms,
+        url=detail.get("url"),
+        method=detail.get("method"),
+        status=detail.get("status"),
+        result=detail.get("result"),
+        error=error,
+        matchedConditionId=matched,
+    )
+    payload = msgspec.to_builtins(event)
+    return debug_emit(state, "action_result", f"executeTool:{block_type}", payload, now)

@@ -1,0 +1,30 @@
+"""What a block executor hands back to the state machine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.definition import PublishedTool
+
+from .errors import ToolFailure
+
+
+@dataclass(slots=True)
+class BlockOutcome:
+    """A finished block: variables it wrote, or the failure it met, plus debug detail."""
+
+    writes: dict[str, Any] = field(default_factory=dict)
+    error: ToolFailure | None = None
+    debug: dict[str, Any] = field(default_factory=dict)
+    duration_ms: int = 0
+
+
+@dataclass(slots=True)
+class SpawnChild:
+    """A callTool block asks for a child execution of ``published``."""
+
+    published: PublishedTool
+    def_hash: str
+    def_bytes: bytes
+    inputs: dict[str, Any]

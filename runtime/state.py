@@ -1,0 +1,131 @@
+"""Execution state and the messages the state machine produces.
+
+All of it is msgspec: it is encoded and decoded on every step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from schemas.wire import ExecuteToolAction, ToolError
+
+Status = Literal["running", "waiting", "done"]
+
+
+class Frame(msgspec.Struct, frozen=True):
+    """An ancestor in the callTool chain, root first."""
+
+    execId: str
+    toolId: str
+    publishedToolId: str
+    startedMs: int
+
+
+class RootInfo(msgspec.Struct, frozen=True):
+    """What the root needs to answer its command; copied into every execution of the tree."""
+
+    commandId: str
+    action: ExecuteToolAction
+    replyTo: str | None
+    inputs: dict[str, Any]
+    contactId: str
+    sessionVariables: dict[str, Any]
+    context: dict[str, Any]
+    startedMs: int
+
+
+class ExecState(msgspec.Struct):
+    execId: str
+    rootId: str
+    partition: int
+    depth: int
+    toolId: str
+    publishedToolId: str
+    defHash: str
+    block: str
+    variables: dict[str, Any]
+    context: dict[str, Any]
+    root: RootInfo
+    startedMs: int
+    deadlineMs: int
+    debug: bool = False
+    frames: list[Frame] = []
+    hops: int = 0
+    invocations: int = 0
+    status: Status = "running"
+    version: int = 1
+    waitingOn: str | None = None
+
+    @property
+    def chain(self) -> list[str]:
+        return [f.publishedToolId for f in self.frames] + [self.publishedToolId]
+
+
+class ChildOutcome(msgspec.Struct, frozen=True):
+    execId: str
+    ok: bool
+    result: str = ""
+    error: ToolError | None = None
+    invocations: int = 0
+
+
+class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An entry on a partition's step stream: advance execution ``e`` at version ``v``."""
+
+    e: str
+    v: int
+    k: Literal["run", "resume"] = "run"
+    child: ChildOutcome | None = None
+
+
+EmitKind = Literal["result", "execution", "debug", "llm_usage"]
+
+
+class Emit(msgspec.Struct, frozen=True):
+    """A message for a public stream; ``key`` is the reply stream or the contact id."""
+
+    kind: EmitKind
+    key: str
+    data: bytes
+
+
+class LogEntry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An entry of an execution's own event stream: the event-sourced trace."""
+
+    type: str
+    execId: str
+    at: int
+    blockId: str | None = None
+    blockType: str | None = None
+    durationMs: int | None = None
+    ok: bool | None = None
+    error: ToolError | None = None
+    matchedConditionId: str | None = None
+    next: str | None = None
+    child: str | None = None
+    result: str | None = None
+    detail: dict[str, Any] | None = None
+
+
+class Transition(msgspec.Struct):
+    """What one step decided: states to write, steps to enqueue, messages to emit.
+
+    ``finishes_root`` makes the commit claim the tree's single outcome: if another
+    path (the reaper, a cancel) already answered, the whole transition is dropped.
+    """
+
+    expect: tuple[str, int] | None = None
+    writes: list[ExecState] = []
+    steps: list[StepMsg] = []
+    emits: list[Emit] = []
+    log: list[LogEntry] = []
+    definitions: dict[str, bytes] = {}
+    finishes_root: bool = False
+    done: list[str] = []
+
+
+state_encoder = msgspec.json.Encoder()
+state_decoder = msgspec.json.Decoder(ExecState)
+step_decoder = msgspec.json.Decoder(StepMsg)

@@ -1,0 +1,1 @@
+"""Wire and definition types shared by the runtime, the handlers and producers."""

@@ -1,0 +1,136 @@
+"""Wire types: what crosses the public streams, decoded per message with msgspec.
+
+Every entry the runtime writes to a public stream has one field, ``data``,
+holding UTF-8 JSON of one of these structs (SPEC). Names are camelCase exactly
+as the seed's TypeScript spells them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+OnError = Literal["blocking", "continue"]
+Next = Literal["continue", "handoff", "defaultException"]
+
+
+class VariableMapping(msgspec.Struct, frozen=True):
+    name: str
+    value: str
+
+
+class ExecuteToolAction(msgspec.Struct, frozen=True):
+    id: str
+    toolId: str
+    publishedToolId: str
+    type: Literal["executeTool"] = "executeTool"
+    inputVariables: list[VariableMapping] = []
+    outputVariable: str = ""
+    onError: OnError = "blocking"
+    errorVariable: str | None = None
+    errorMessage: str | None = None
+    errorHandoff: bool | None = None
+    conditions: list[dict[str, Any]] | None = None
+
+
+class CommandContext(msgspec.Struct, frozen=True):
+    contactId: str = ""
+    variables: dict[str, Any] = {}
+    router: dict[str, Any] = {}
+    flow: dict[str, Any] = {}
+    contact: dict[str, Any] = {}
+    debug: bool = False
+
+
+class ExecuteToolCommand(msgspec.Struct, frozen=True):
+    commandId: str
+    action: ExecuteToolAction
+    context: CommandContext = CommandContext()
+    replyTo: str | None = None
+
+
+class ToolError(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class ToolResult(msgspec.Struct, frozen=True):
+    commandId: str
+    actionId: str | None
+    ok: bool
+    result: str
+    variables: dict[str, Any]
+    next: Next
+    error: ToolError | None
+    durationMs: int
+    errorMessage: str | None = None
+    executionId: str | None = None
+
+
+class ToolExecutionStreamEvent(msgspec.Struct, frozen=True):
+    """One per tool run, nested ones included (seed: stream:tool-executions)."""
+
+    toolId: str
+    publishedToolId: str
+    durationMs: int
+    success: bool
+    occurredAt: str
+    executionId: str = ""
+    rootExecutionId: str = ""
+    commandId: str = ""
+    depth: int = 0
+    errorCode: str | None = None
+
+
+class ToolBlockDebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    blockId: str
+    blockType: str
+    toolId: str
+    publishedToolId: str
+    depth: int
+    durationMs: int = 0
+    url: str | None = None
+    method: str | None = None
+    status: int | None = None
+    result: Any = None
+    error: str | None = None
+    matchedConditionId: str | None = None
+
+
+class DebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Envelope of an entry on ``stream:debug:{contactId}``."""
+
+    type: Literal["action_start", "action_result"]
+    actionType: str
+    actionId: str
+    commandId: str
+    executionId: str
+    occurredAt: str
+    payload: dict[str, Any]
+
+
+class LlmUsageEvent(msgspec.Struct, frozen=True):
+    toolId: str
+    publishedToolId: str
+    credentialId: str
+    capability: str
+    model: str
+    promptTokens: int
+    completionTokens: int
+    totalTokens: int
+    durationMs: int
+    occurredAt: str
+
+
+class DeadLetter(msgspec.Struct, frozen=True):
+    """An entry that could not be turned into a result: why, and what it held."""
+
+    reason: str
+    stream: str
+    entryId: str
+    deliveries: int
+    raw: str
+
+
+encoder = msgspec.json.Encoder()

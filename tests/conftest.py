@@ -1,0 +1,46 @@
+"""Shared fixtures: a real Valkey server, and a runtime harness around real workers.
+
+The server is the embedded binary on a free port, started once per session;
+``REDIS_URL`` overrides it. Each test gets its own key prefix, so tests never
+see each other's streams and no FLUSHALL is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from handlers.embedded import EmbeddedServer
+from tests.harness import Harness
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    server = EmbeddedServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"t{uuid.uuid4().hex[:10]}:"
+
+
+@pytest.fixture
+async def harness(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
+    """A running worker plus a client, on a fresh prefix."""
+    h = Harness(redis_url, prefix)
+    await h.start_worker()
+    try:
+        yield h
+    finally:
+        await h.close()
