@@ -126,6 +126,7 @@ class Machine:
     ) -> Transition:
         t = Transition(expect=(state.execId, state.version))
         state.variables.update(outcome.writes)
+        t.emits.extend(outcome.emits)
         failure = outcome.error
         if failure is not None and (failure.fatal or block.onError == "blocking"):
             self._log_block(state, block, outcome, None, t, now)

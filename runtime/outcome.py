@@ -8,6 +8,7 @@ from typing import Any
 from schemas.definition import PublishedTool
 
 from .errors import ToolFailure
+from .state import Emit
 
 
 @dataclass(slots=True)
@@ -18,6 +19,9 @@ class BlockOutcome:
     error: ToolFailure | None = None
     debug: dict[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
+    # Messages for public streams that this block produced (callAI's llm-usage events);
+    # they commit atomically with the step like every other emit.
+    emits: list[Emit] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ class BatchExecutor:
         self._limits = limits
         self._engine: V8Engine | None = None
         self.contexts_created = 0
+        self.evals = 0
 
     async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
         results: list[ScriptOutcome | None] = [None] * len(jobs)
@@ -50,6 +51,7 @@ class BatchExecutor:
         engine = await self._current_engine()
         batch = [jobs[i] for i in segment]
         budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
+        self.evals += 1
         try:
             text = await engine.run(engine.cache.payload(batch), budget)
         except EngineFailure as failure:

@@ -46,6 +46,11 @@ class ScriptSandbox:
         """How many V8 contexts this sandbox has started (a new one after each kill)."""
         return self._executor.contexts_created
 
+    @property
+    def evals(self) -> int:
+        """How many batch evals (engine round trips) this sandbox has made."""
+        return self._executor.evals
+
     async def run(self, job: ScriptJob) -> ScriptOutcome:
         """Run one script; concurrent calls are batched together."""
         return (await self.run_many([job]))[0]
