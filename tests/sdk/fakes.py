@@ -1,0 +1,335 @@
+"""Fake model providers: real HTTP servers on loopback that speak each wire format.
+
+Each fake checks every request it receives (path, auth headers, body against the
+vendor SDK's types) and answers from a script. A request that fails the check
+gets a 400 and lands in ``failures``, so the test that caused it fails loudly.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anthropic.types
+import openai.types.chat
+import wire
+from google.genai import types as genai
+
+FAKE_KEY = "sk-test-0123456789abcdef"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Reply:
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Scripted = Reply | Callable[[Recorded], Reply]
+
+
+class FakeModelServer:
+    def __init__(self, check: Callable[[Recorded], None]) -> None:
+        self._check = check
+        self._script: deque[Scripted] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        self.failures: list[str] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def script(self, *replies: Scripted) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def _answer(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            try:
+                self._check(request)
+            except Exception as exc:  # any failed check must surface in the test
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+                return Reply({"error": {"message": f"fake rejected request: {exc}"}}, 400)
+            if not self._script:
+                return Reply({"error": {"message": "fake has no scripted reply left"}}, 500)
+            scripted = self._script.popleft()
+        return scripted(request) if callable(scripted) else scripted
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                recorded = Recorded("POST", self.path, headers, json.loads(raw or b"null"))
+                reply = fake._answer(recorded)
+                payload = json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+# ------------------------------------------------------------------ per provider
+
+_ids = itertools.count(1)
+
+
+def _signature() -> str:
+    return base64.b64encode(f"signature-{next(_ids)}".encode()).decode()
+
+
+@dataclass
+class ToolResultSeen:
+    call_id: str | None
+    name: str | None
+    content: Any
+    is_error: bool
+
+
+class ProviderFake:
+    """A fake server plus the provider's reply builders and request readers."""
+
+    family: str
+    model: str
+    key_variable: str
+    base_variable: str
+
+    def __init__(self, server: FakeModelServer) -> None:
+        self.server = server
+
+    @property
+    def base_url(self) -> str:
+        return self.server.url
+
+    # replies
+    def text(self, text: str) -> Reply:
+        raise NotImplementedError
+
+    def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
+        raise NotImplementedError
+
+    # requests
+    def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
+        raise NotImplementedError
+
+    def declared_tools(self, request: Recorded) -> list[str]:
+        raise NotImplementedError
+
+
+class GeminiFake(ProviderFake):
+    family, model = "gemini", "gemini-2.5-flash"
+    key_variable, base_variable = "GEMINI_API_KEY", "GEMINI_BASE_URL"
+
+    @staticmethod
+    def check(request: Recorded) -> None:
+        assert request.path == "/v1beta/models/gemini-2.5-flash:generateContent", request.path
+        assert request.headers.get("x-goog-api-key") == FAKE_KEY
+        assert "key=" not in request.path
+        wire.check_gemini_request(request.body)
+
+    @staticmethod
+    def _reply(parts: list[dict[str, Any]], finish: str = "STOP") -> Reply:
+        body = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+            ],
+            "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 20},
+            "modelVersion": "gemini-2.5-flash",
+        }
+        genai.GenerateContentResponse.model_validate(body)
+        return Reply(body)
+
+    def text(self, text: str) -> Reply:
+        return self._reply([{"text": text}])
+
+    def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
+        # Gemini 2.5 signs calls; the client must echo the signature back.
+        parts = [
+            {"functionCall": {"name": n, "args": a}, "thoughtSignature": _signature()}
+            for n, a in calls
+        ]
+        return self._reply(parts)
+
+    def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
+        last = request.body["contents"][-1]
+        assert last["role"] == "user"
+        seen = []
+        for part in last["parts"]:
+            response = part["functionResponse"]
+            error = "error" in response["response"]
+            seen.append(
+                ToolResultSeen(response.get("id"), response["name"], response["response"], error)
+            )
+        return seen
+
+    def declared_tools(self, request: Recorded) -> list[str]:
+        tools = request.body.get("tools") or [{"functionDeclarations": []}]
+        return [d["name"] for d in tools[0]["functionDeclarations"]]
+
+
+class OpenAIFake(ProviderFake):
+    family, model = "openai", "gpt-4o-mini"
+    key_variable, base_variable = "OPENAI_API_KEY", "OPENAI_BASE_URL"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.server.url}/v1"
+
+    @staticmethod
+    def check(request: Recorded) -> None:
+        assert request.path == "/v1/chat/completions", request.path
+        assert request.headers.get("authorization") == f"Bearer {FAKE_KEY}"
+        wire.check_openai_request(request.body)
+
+    @staticmethod
+    def _reply(message: dict[str, Any], finish: str) -> Reply:
+        body = {
+            "id": f"chatcmpl-{next(_ids)}",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        openai.types.chat.ChatCompletion.model_validate(body)
+        return Reply(body)
+
+    def text(self, text: str) -> Reply:
+        return self._reply({"role": "assistant", "content": text, "refusal": None}, "stop")
+
+    def calls(self, *calls: tuple[str, dict[str, Any]], ids: tuple[str, ...] = ()) -> Reply:
+        chosen = list(ids) or [f"call_{next(_ids)}" for _ in calls]
+        tool_calls = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": n, "arguments": json.dumps(a)},
+            }
+            for call_id, (n, a) in zip(chosen, calls, strict=True)
+        ]
+        return self._reply(
+            {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
+        )
+
+    def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
+        messages = request.body["messages"]
+        tail = list(itertools.takewhile(lambda m: m["role"] == "tool", reversed(messages)))[::-1]
+        calls = {c["id"]: c["function"]["name"] for c in messages[-len(tail) - 1]["tool_calls"]}
+        return [
+            ToolResultSeen(
+                m["tool_call_id"],
+                calls[m["tool_call_id"]],
+                m["content"],
+                m["content"].startswith("Error: "),
+            )
+            for m in tail
+        ]
+
+    def declared_tools(self, request: Recorded) -> list[str]:
+        return [t["function"]["name"] for t in request.body.get("tools", [])]
+
+
+class AnthropicFake(ProviderFake):
+    family, model = "anthropic", "claude-sonnet-4-5"
+    key_variable, base_variable = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+
+    @staticmethod
+    def check(request: Recorded) -> None:
+        assert request.path == "/v1/messages", request.path
+        assert request.headers.get("x-api-key") == FAKE_KEY
+        assert request.headers.get("anthropic-version") == "2023-06-01"
+        wire.check_anthropic_request(request.body)
+        roles = [m["role"] for m in request.body["messages"]]
+        assert all(a != b for a, b in itertools.pairwise(roles)), f"roles must alternate: {roles}"
+
+    @staticmethod
+    def _reply(content: list[dict[str, Any]], stop: str) -> Reply:
+        body = {
+            "id": f"msg_{next(_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+        anthropic.types.Message.model_validate(body)
+        return Reply(body)
+
+    def text(self, text: str) -> Reply:
+        return self._reply([{"type": "text", "text": text}], "end_turn")
+
+    def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
+        blocks = [
+            {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": n, "input": a}
+            for n, a in calls
+        ]
+        return self._reply([{"type": "text", "text": "Let me check."}, *blocks], "tool_use")
+
+    def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
+        messages = request.body["messages"]
+        uses = {b["id"]: b["name"] for b in messages[-2]["content"] if b["type"] == "tool_use"}
+        return [
+            ToolResultSeen(
+                b["tool_use_id"], uses[b["tool_use_id"]], b["content"], b.get("is_error", False)
+            )
+            for b in messages[-1]["content"]
+            if b["type"] == "tool_result"
+        ]
+
+    def declared_tools(self, request: Recorded) -> list[str]:
+        return [t["name"] for t in request.body.get("tools", [])]
+
+
+FAKES: dict[str, type[ProviderFake]] = {
+    "gemini": GeminiFake,
+    "openai": OpenAIFake,
+    "anthropic": AnthropicFake,
+}
+
+
+def start_fake(family: str) -> ProviderFake:
+    kind = FAKES[family]
+    return kind(FakeModelServer(kind.check).start())  # type: ignore[attr-defined]
