@@ -56,6 +56,34 @@ class Keys:
     def server(self, server_id: str) -> str:
         return f"{self.prefix}integration:server:{server_id}"
 
+    def llm_credential(self, credential_id: str) -> str:
+        """LLM credential cache projection (registry): JSON with the apiKey decrypted."""
+        return f"{self.prefix}llm:credential:{credential_id}"
+
+    def ai_agent(self, agent_id: str) -> str:
+        """An AI agent's cache projection (registry): its linked, non-trashed tools."""
+        return f"{self.prefix}ai-agent:{agent_id}"
+
+    # -- registry (docs/registry.md) ---------------------------------------------
+    @property
+    def registry(self) -> str:
+        """The registry's event log; every registry change is one entry."""
+        return f"{self.prefix}stream:registry"
+
+    @property
+    def registry_versions(self) -> str:
+        """Per-entity versions, in the log's slot (hash tag = the stream's name)."""
+        return f"{{{self.registry}}}:versions"
+
+    def registry_view(self, kind: str) -> str:
+        """A list the API serves (hash id -> JSON): ``tools``, ``servers``, ``credentials``."""
+        return f"{self.prefix}registry:view:{kind}"
+
+    @property
+    def registry_projected(self) -> str:
+        """The id of the last log entry the projections reflect."""
+        return f"{self.prefix}registry:projected"
+
     @staticmethod
     def sent_marker(stream: str, message_id: str) -> str:
         """Dedup marker in the same slot as ``stream`` (hash tag = the stream's full name)."""

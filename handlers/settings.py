@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=5, ge=0)
     max_invocations: int = Field(default=50, ge=0)
     http_timeout_ms: int = Field(default=10_000, ge=1)
+    # HTTP API and registry (docs/registry.md)
+    api_base_path: str = "/api"
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8080, ge=0, le=65535)
+    internal_secret: str | None = None
+    encryption_key: str | None = None  # 64 hex chars (AES-256) for secret headers and API keys
 
     def limits(self) -> Limits:
         return Limits(

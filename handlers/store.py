@@ -59,6 +59,11 @@ class Store:
         value: bytes | None = await self.client.get(self.keys.tool(published_tool_id))
         return value
 
+    async def get_server(self, server_id: str) -> bytes | None:
+        """``integration:server:{serverId}``: the IntegrationServerCacheConfig (callEndpoint)."""
+        value: bytes | None = await self.client.get(self.keys.server(server_id))
+        return value
+
     async def get_tools(self, ids: list[str]) -> list[bytes | None]:
         if not ids:
             return []
