@@ -39,7 +39,7 @@ def _drain(value: Any) -> Any:
         return {key: _drain(item) for key, item in value.items()}
     if isinstance(value, str | bytes | int | float | bool) or value is None:
         return value
-    if isinstance(value, Iterator) or isinstance(value, list | tuple):
+    if isinstance(value, Iterator | list | tuple):
         return [_drain(item) for item in value]
     return value
 
