@@ -105,6 +105,7 @@ def decode_outcomes(text: str) -> list[ScriptOutcome]:
 class Progress:
     """How far a terminated batch got: finished outcomes and the running job's time."""
 
+    seq: int  # which batch the runner last started
     done: list[ScriptOutcome]
     current: int  # index of the running job, -1 before the first or after the last
     elapsed_ms: int
@@ -113,7 +114,7 @@ class Progress:
 def decode_progress(text: str) -> Progress:
     raw = _decode(text)
     done = [_outcome(item) for item in raw["parts"]]
-    return Progress(done, int(raw["cur"]), int(raw["elapsed"]))
+    return Progress(int(raw["seq"]), done, int(raw["cur"]), int(raw["elapsed"]))
 
 
 def js_string(text: str) -> str:

@@ -21,7 +21,7 @@ from ._prelude import prelude
 
 FailureKind = Literal["timeout", "memory", "error"]
 
-PROGRESS_TIMEOUT_S = 1.0
+PROGRESS_TIMEOUT_S = 0.5
 
 
 @dataclass
@@ -43,6 +43,7 @@ class V8Engine:
         self._runner = runner
         self.loop = asyncio.get_running_loop()
         self.cache = CompileCache()
+        self.seq = 0  # number of the latest batch sent to the runner
 
     @classmethod
     async def start(cls, max_memory_bytes: int) -> V8Engine:
@@ -66,7 +67,8 @@ class V8Engine:
 
     async def run(self, payload: str, budget_s: float) -> str:
         """Run one batch payload; raise EngineFailure if it does not complete."""
-        code = f"{self._runner}.run({js_string(payload)})"
+        self.seq += 1
+        code = f"{self._runner}.run({self.seq}, {js_string(payload)})"
         try:
             result = await asyncio.wait_for(self._racer.eval_cancelable(code), budget_s)
         except TimeoutError as exc:

@@ -16,12 +16,19 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ._codec import PreparedJob, Progress, decode_outcomes
 from ._engine import EngineFailure, V8Engine
 from ._types import SCRIPT_ERROR, ScriptLimits, ScriptOutcome, memory_outcome, timeout_outcome
 
 BUDGET_SLACK_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    indices: list[int]
+    retried: bool = False
 
 
 class BatchExecutor:
@@ -35,7 +42,7 @@ class BatchExecutor:
 
     async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
         results: list[ScriptOutcome | None] = [None] * len(jobs)
-        segments: deque[list[int]] = deque([list(range(len(jobs)))])
+        segments: deque[_Segment] = deque([_Segment(list(range(len(jobs))))])
         while segments:
             segment = segments.popleft()
             await self._run_segment(jobs, segment, results, segments)
@@ -44,22 +51,29 @@ class BatchExecutor:
     async def _run_segment(
         self,
         jobs: Sequence[PreparedJob],
-        segment: list[int],
+        segment: _Segment,
         results: list[ScriptOutcome | None],
-        segments: deque[list[int]],
+        segments: deque[_Segment],
     ) -> None:
         engine = await self._current_engine()
-        batch = [jobs[i] for i in segment]
+        batch = [jobs[i] for i in segment.indices]
         budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
         self.evals += 1
         try:
             text = await engine.run(engine.cache.payload(batch), budget)
         except EngineFailure as failure:
             progress = await engine.progress()
+            seq = engine.seq
             self._discard_engine()
-            self._recover(failure, progress, jobs, segment, results, segments)
+            if (progress is None or progress.seq != seq) and not segment.retried:
+                # Unknown progress or the batch never started: deferred work of an earlier
+                # batch (a promise callback) can hold the isolate after that batch returned.
+                # Run the whole segment once more on the fresh context.
+                segments.appendleft(_Segment(segment.indices, retried=True))
+                return
+            self._recover(failure, progress, jobs, segment.indices, results, segments)
             return
-        for index, outcome in zip(segment, decode_outcomes(text), strict=True):
+        for index, outcome in zip(segment.indices, decode_outcomes(text), strict=True):
             results[index] = outcome
 
     def _recover(
@@ -69,7 +83,7 @@ class BatchExecutor:
         jobs: Sequence[PreparedJob],
         segment: list[int],
         results: list[ScriptOutcome | None],
-        segments: deque[list[int]],
+        segments: deque[_Segment],
     ) -> None:
         finished = len(progress.done) if progress is not None else -1
         known = progress is not None and (
@@ -79,7 +93,7 @@ class BatchExecutor:
             if len(segment) == 1:
                 results[segment[0]] = self._blame(failure, jobs[segment[0]])
             else:
-                segments.extendleft([i] for i in reversed(segment))
+                segments.extendleft(_Segment([i]) for i in reversed(segment))
             return
         for index, outcome in zip(segment, progress.done, strict=False):
             results[index] = outcome
@@ -87,7 +101,7 @@ class BatchExecutor:
             return  # every job finished; only deferred work (e.g. promise callbacks) ran away
         rest = segment[finished + 1 :]
         if rest:
-            segments.appendleft(rest)
+            segments.appendleft(_Segment(rest))
         current = segment[finished]
         job = jobs[current]
         used_its_time = progress.elapsed_ms >= job.timeout_ms
@@ -98,7 +112,7 @@ class BatchExecutor:
         ):
             results[current] = self._blame(failure, job)
         else:
-            segments.appendleft([current])
+            segments.appendleft(_Segment([current]))
 
     def _blame(self, failure: EngineFailure, job: PreparedJob) -> ScriptOutcome:
         if failure.kind == "timeout":

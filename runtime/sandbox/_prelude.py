@@ -125,7 +125,7 @@ const __RUNNER__ = (() => {
 
   // 4. the runner (reachable only through the unguessable script-scope binding).
   const cache = new Map();
-  const state = { parts: [], cur: -1, t0: 0 };
+  const state = { seq: -1, parts: [], cur: -1, t0: 0 };
   const describe = (e) => {
     try {
       if (e instanceof Error) return errToString.call(e);
@@ -187,7 +187,8 @@ const __RUNNER__ = (() => {
     return out;
   };
   return freeze({
-    run(payload) {
+    run(seq, payload) {
+      state.seq = seq;
       const parts = [];
       state.parts = parts;
       state.cur = -1;
@@ -205,7 +206,8 @@ const __RUNNER__ = (() => {
       return "[" + parts.join(",") + "]";
     },
     progress() {
-      return '{"cur":' + state.cur + ',"elapsed":' + (now() - state.t0) + ',"parts":[' +
+      return '{"seq":' + state.seq + ',"cur":' + state.cur + ',"elapsed":' +
+             (now() - state.t0) + ',"parts":[' +
              state.parts.join(",") + "]}";
     },
   });
