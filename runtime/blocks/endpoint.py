@@ -1,0 +1,179 @@
+"""callEndpoint: call a registered IntegrationEndpoint, as a tool block or a flow action.
+
+The server comes from the cache projection ``integration:server:{serverId}``
+(headers already decrypted, endpoints included), read through a
+:class:`ServerSource`; the runtime never reads the registry itself. URL, headers
+and body are built by :func:`runtime.registry.endpoints.prepare_request`; the
+response and error variables behave exactly as in httpCall.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from schemas.definition import CallEndpointBlock, CallEndpointParamMapping
+
+from ..errors import ToolFailure
+from ..interpolation import lookup, render
+from ..limits import Limits
+from ..outcome import BlockOutcome
+from ..registry.endpoints import as_text, prepare_request
+from ..state import ExecState
+from .common import remaining_ms
+from .http import decode_body, response_writes, send
+
+
+class ServerSource(Protocol):
+    """Where integration servers are read from (``integration:server:{serverId}``)."""
+
+    async def get_server(self, server_id: str) -> bytes | None: ...
+
+
+@dataclass(slots=True)
+class EndpointCall:
+    """What one call did: the status and decoded body, or the failure."""
+
+    method: str = ""
+    url: str = ""
+    status: int | None = None
+    body: Any = None
+    error: ToolFailure | None = None
+    duration_ms: int = 0
+    request: dict[str, Any] = field(default_factory=dict)
+
+
+def server_not_found(server_id: str) -> ToolFailure:
+    return ToolFailure("endpoint_server_not_found",
+                       f"servidor de integração não encontrado: serverId={server_id}")
+
+
+def endpoint_not_found(server_id: str, endpoint_id: str) -> ToolFailure:
+    return ToolFailure("endpoint_not_found", f"endpoint de integração não encontrado: "
+                                             f"endpointId={endpoint_id} serverId={server_id}")
+
+
+def parse_server(server_id: str, raw: bytes | str | None) -> dict[str, Any] | ToolFailure:
+    if raw is None:
+        return server_not_found(server_id)
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        config = None
+    if not isinstance(config, dict) or not isinstance(config.get("endpoints"), dict):
+        return ToolFailure("endpoint_server_invalid", "servidor de integração com configuração "
+                                                      f"inválida: serverId={server_id}")
+    return config
+
+
+def _value(template: str, variables: Mapping[str, Any], context: Mapping[str, Any],
+           cap: int) -> Any:
+    token = template.strip()
+    if token.startswith("{{") and token.endswith("}}") and token.count("{{") == 1:
+        return lookup(token[2:-2].strip(), variables, context)
+    return render(template, variables, context, max_chars=cap)
+
+
+async def call_endpoint(
+    http: httpx.AsyncClient, server: dict[str, Any] | ToolFailure, server_id: str,
+    endpoint_id: str, mappings: list[CallEndpointParamMapping],
+    variables: Mapping[str, Any], context: Mapping[str, Any], *, timeout_ms: int, max_chars: int,
+) -> EndpointCall:
+    started = time.perf_counter()
+    call = EndpointCall()
+    if isinstance(server, ToolFailure):
+        call.error = server
+        return call
+    endpoint = server["endpoints"].get(endpoint_id)
+    if not isinstance(endpoint, dict):
+        call.error = endpoint_not_found(server_id, endpoint_id)
+        return call
+    params: list[tuple[str, str, Any]] = []
+    for m in mappings:
+        value = _value(m.value, variables, context, max_chars)
+        params.append((m.name, m.in_, value if m.in_ == "body" else as_text(value)))
+    try:
+        request = prepare_request(server, endpoint, params)
+    except ValueError as exc:
+        call.error = ToolFailure("endpoint_body_invalid", f"endpoint {endpoint_id}: {exc}")
+        return call
+    call.method, call.url = request.method, request.url
+    try:
+        status, content, content_type = await send(
+            http, request.method, request.url, headers=request.headers,
+            content=request.content, timeout_s=timeout_ms / 1000)
+    except ToolFailure as failure:
+        call.error = failure
+    else:
+        call.status, call.body = status, decode_body(content, content_type)
+        if status >= 400:
+            call.error = ToolFailure("http_status",
+                                     f"{request.method} {request.url}: HTTP {status}")
+    call.duration_ms = int((time.perf_counter() - started) * 1000)
+    return call
+
+
+class CallEndpointExecutor:
+    """The callEndpoint block; register with ``BlockRunner.register("callEndpoint", ...)``."""
+
+    def __init__(self, http: httpx.AsyncClient, servers: ServerSource, limits: Limits) -> None:
+        self.http = http
+        self.servers = servers
+        self.limits = limits
+
+    async def __call__(self, state: ExecState, block: CallEndpointBlock,
+                       now_ms: int) -> BlockOutcome:
+        server = parse_server(block.serverId, await self.servers.get_server(block.serverId))
+        call = await call_endpoint(
+            self.http, server, block.serverId, block.endpointId, block.paramMappings,
+            state.variables, state.context,
+            timeout_ms=min(self.limits.http_timeout_ms, remaining_ms(state, now_ms)),
+            max_chars=self.limits.max_rendered_chars)
+        debug: dict[str, Any] = {"url": call.url, "method": call.method}
+        if call.status is not None:
+            debug["status"] = call.status
+        return BlockOutcome(writes=response_writes(block, call.status, call.body), error=call.error,
+                            debug=debug, duration_ms=call.duration_ms)
+
+
+async def run_call_endpoint_action(
+    http: httpx.AsyncClient, servers: ServerSource, action: Mapping[str, Any],
+    variables: Mapping[str, Any], context: Mapping[str, Any] | None = None,
+    limits: Limits | None = None,
+) -> dict[str, Any]:
+    """The flow's ``callEndpoint`` action (CallEndpointAction): the call plus the variable
+    writes the flow applies, with onError/errorVariable as for the block.
+
+    Returns ``{"ok", "status", "body", "variables", "error", "next"}``.
+    """
+    limits = limits or Limits()
+    server_id, endpoint_id = str(action["serverId"]), str(action["endpointId"])
+    mappings = [CallEndpointParamMapping.model_validate(m)
+                for m in action.get("paramMappings") or []]
+    server = parse_server(server_id, await servers.get_server(server_id))
+    call = await call_endpoint(http, server, server_id, endpoint_id, mappings, variables,
+                               context or {}, timeout_ms=limits.http_timeout_ms,
+                               max_chars=limits.max_rendered_chars)
+    writes: dict[str, Any] = {}
+    outputs = (("responseStatusVariable", call.status), ("responseBodyVariable", call.body))
+    for key, value in outputs:
+        if action.get(key):
+            writes[str(action[key])] = value if value is not None else ""
+    error = None
+    next_ = "continue"
+    if call.error is not None:
+        error = {"code": call.error.code, "message": call.error.message}
+        if action.get("onError", "blocking") == "continue":
+            if action.get("errorVariable"):
+                writes[str(action["errorVariable"])] = call.error.message
+        else:
+            handoff = action.get("errorHandoff", True) is not False
+            next_ = "handoff" if handoff else "defaultException"
+    return {"ok": call.error is None, "status": call.status, "body": call.body,
+            "url": call.url, "method": call.method, "variables": writes, "error": error,
+            "next": next_, "durationMs": call.duration_ms}

@@ -1,0 +1,284 @@
+"""The registry state: every registry event folded, in log order.
+
+An event is a JSON object ``{"type": ..., "at": <epoch ms>, ...}``. ``apply``
+changes the state and names what it touched (:data:`Ref`), so the projector
+rewrites only those projections. Unknown event types are ignored, so an older
+process can replay a newer log.
+
+Versions: every event that touches an entity bumps its ``version`` by one;
+the log's append script keeps the same counters (``handlers.registry.log``),
+which is how two API processes detect that they raced.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+Record = dict[str, Any]
+# ("tool", toolId) · ("pt", publishedToolId) · ("server", id) · ("credential", id) · ("agent", id)
+Ref = tuple[str, str]
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class RegistryState:
+    tools: dict[str, Record] = field(default_factory=dict)
+    servers: dict[str, Record] = field(default_factory=dict)
+    credentials: dict[str, Record] = field(default_factory=dict)
+    agents: dict[str, list[str]] = field(default_factory=dict)
+    agent_versions: dict[str, int] = field(default_factory=dict)
+    published: dict[str, str] = field(default_factory=dict)  # publishedToolId -> toolId
+    native_names: dict[str, str] = field(default_factory=dict)  # nativeName -> toolId
+
+    # -- reading ------------------------------------------------------------------
+
+    def agents_of(self, tool_id: str) -> list[str]:
+        return sorted(a for a, tools in self.agents.items() if tool_id in tools)
+
+    def callers_of(self, tool_id: str) -> list[Record]:
+        """Published tools, not in the trash, whose published definition calls ``tool_id``."""
+        tool = self.tools.get(tool_id)
+        pt = (tool.get("publishedTool") or {}).get("id") if tool else None
+        out = []
+        for other in self.tools.values():
+            published = other.get("publishedTool")
+            if other["id"] == tool_id or other.get("deletedAt") or not published:
+                continue
+            for block in (published["definition"].get("blocks") or {}).values():
+                if not isinstance(block, dict) or block.get("type") != "callTool":
+                    continue
+                if block.get("toolId") == tool_id or (pt and block.get("publishedToolId") == pt):
+                    out.append(other)
+                    break
+        return out
+
+    def tools_using_server(self, server_id: str, endpoint_id: str | None = None) -> list[Record]:
+        """Tools (not in the trash) whose draft or published definition calls the server."""
+        out = []
+        for tool in self.tools.values():
+            if tool.get("deletedAt"):
+                continue
+            published = tool.get("publishedTool") or {}
+            definitions = [tool.get("definition"), published.get("definition")]
+            if any(_uses_server(d, server_id, endpoint_id) for d in definitions):
+                out.append(tool)
+        return out
+
+    # -- folding ------------------------------------------------------------------
+
+    def apply(self, event: Record) -> set[Ref]:
+        handler = _HANDLERS.get(str(event.get("type")))
+        if handler is None:
+            return set()
+        return handler(self, event)
+
+
+def _uses_server(definition: Any, server_id: str, endpoint_id: str | None) -> bool:
+    if not isinstance(definition, dict):
+        return False
+    for block in (definition.get("blocks") or {}).values():
+        if (isinstance(block, dict) and block.get("type") == "callEndpoint"
+                and block.get("serverId") == server_id
+                and (endpoint_id is None or block.get("endpointId") == endpoint_id)):
+            return True
+    return False
+
+
+def _touch(record: Record, at: int) -> None:
+    record["version"] = int(record.get("version", 0)) + 1
+    record["updatedAt"] = iso(at)
+
+
+def _tool_refs(state: RegistryState, tool: Record) -> set[Ref]:
+    refs: set[Ref] = {("tool", tool["id"])}
+    pt = (tool.get("publishedTool") or {}).get("id")
+    if pt:
+        refs.add(("pt", pt))
+    refs |= {("agent", a) for a in state.agents_of(tool["id"])}
+    return refs
+
+
+def _tool_created(s: RegistryState, e: Record) -> set[Ref]:
+    tool = copy.deepcopy(e["tool"])
+    tool.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]), deletedAt=None,
+                publishedTool=None)
+    s.tools[tool["id"]] = tool
+    if tool.get("nativeName"):
+        s.native_names[tool["nativeName"]] = tool["id"]
+    return {("tool", tool["id"])}
+
+
+def _tool_saved(s: RegistryState, e: Record) -> set[Ref]:
+    tool = s.tools.get(e["id"])
+    if tool is None:
+        return set()
+    tool.update(copy.deepcopy(e["changes"]))
+    _touch(tool, e["at"])
+    return _tool_refs(s, tool)
+
+
+def _tool_published(s: RegistryState, e: Record) -> set[Ref]:
+    tool = s.tools.get(e["id"])
+    if tool is None:
+        return set()
+    pt = e["publishedToolId"]
+    tool["publishedTool"] = {"id": pt, "toolId": tool["id"], "name": e.get("name", tool["name"]),
+                             "definition": copy.deepcopy(e["definition"]),
+                             "publishedAt": iso(e["at"])}
+    s.published[pt] = tool["id"]
+    _touch(tool, e["at"])
+    return _tool_refs(s, tool)
+
+
+def _tool_trashed(s: RegistryState, e: Record) -> set[Ref]:
+    tool = s.tools.get(e["id"])
+    if tool is None:
+        return set()
+    tool["deletedAt"] = iso(e["at"])
+    _touch(tool, e["at"])
+    return _tool_refs(s, tool)
+
+
+def _tool_restored(s: RegistryState, e: Record) -> set[Ref]:
+    tool = s.tools.get(e["id"])
+    if tool is None:
+        return set()
+    tool["deletedAt"] = None
+    _touch(tool, e["at"])
+    return _tool_refs(s, tool)
+
+
+def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
+    tool = s.tools.get(e["id"])
+    if tool is None:
+        return set()
+    refs = _tool_refs(s, tool)  # read the links before they go (seed: "lidos antes do delete")
+    del s.tools[e["id"]]
+    pt = (tool.get("publishedTool") or {}).get("id")
+    if pt:
+        s.published.pop(pt, None)
+    if tool.get("nativeName"):
+        s.native_names.pop(tool["nativeName"], None)
+    for agent, tools in s.agents.items():
+        if e["id"] in tools:
+            tools.remove(e["id"])
+            s.agent_versions[agent] = s.agent_versions.get(agent, 0) + 1
+    return refs
+
+
+def _server_created(s: RegistryState, e: Record) -> set[Ref]:
+    server = copy.deepcopy(e["server"])
+    server.setdefault("endpoints", {})
+    server.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
+    s.servers[server["id"]] = server
+    return {("server", server["id"])}
+
+
+def _server_updated(s: RegistryState, e: Record) -> set[Ref]:
+    server = s.servers.get(e["id"])
+    if server is None:
+        return set()
+    server.update(copy.deepcopy(e["changes"]))
+    _touch(server, e["at"])
+    return {("server", server["id"])}
+
+
+def _server_deleted(s: RegistryState, e: Record) -> set[Ref]:
+    return {("server", e["id"])} if s.servers.pop(e["id"], None) is not None else set()
+
+
+def _endpoints_added(s: RegistryState, e: Record) -> set[Ref]:
+    server = s.servers.get(e["serverId"])
+    if server is None:
+        return set()
+    items = e.get("endpoints") or [e["endpoint"]]
+    for item in items:
+        endpoint = copy.deepcopy(item)
+        endpoint.update(serverId=server["id"], createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
+        server["endpoints"][endpoint["id"]] = endpoint
+    _touch(server, e["at"])
+    return {("server", server["id"])}
+
+
+def _endpoint_updated(s: RegistryState, e: Record) -> set[Ref]:
+    server = s.servers.get(e["serverId"])
+    endpoint = server["endpoints"].get(e["id"]) if server else None
+    if server is None or endpoint is None:
+        return set()
+    endpoint.update(copy.deepcopy(e["changes"]))
+    endpoint["updatedAt"] = iso(e["at"])
+    _touch(server, e["at"])
+    return {("server", server["id"])}
+
+
+def _endpoint_deleted(s: RegistryState, e: Record) -> set[Ref]:
+    server = s.servers.get(e["serverId"])
+    if server is None or server["endpoints"].pop(e["id"], None) is None:
+        return set()
+    _touch(server, e["at"])
+    return {("server", server["id"])}
+
+
+def _credential_created(s: RegistryState, e: Record) -> set[Ref]:
+    cred = copy.deepcopy(e["credential"])
+    cred.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
+    s.credentials[cred["id"]] = cred
+    return {("credential", cred["id"])}
+
+
+def _credential_updated(s: RegistryState, e: Record) -> set[Ref]:
+    cred = s.credentials.get(e["id"])
+    if cred is None:
+        return set()
+    cred.update(copy.deepcopy(e["changes"]))
+    _touch(cred, e["at"])
+    return {("credential", cred["id"])}
+
+
+def _credential_deleted(s: RegistryState, e: Record) -> set[Ref]:
+    return {("credential", e["id"])} if s.credentials.pop(e["id"], None) is not None else set()
+
+
+def _agent_linked(s: RegistryState, e: Record) -> set[Ref]:
+    tools = s.agents.setdefault(e["agentId"], [])
+    if e["toolId"] not in tools:
+        tools.append(e["toolId"])
+    s.agent_versions[e["agentId"]] = s.agent_versions.get(e["agentId"], 0) + 1
+    return {("agent", e["agentId"])}
+
+
+def _agent_unlinked(s: RegistryState, e: Record) -> set[Ref]:
+    tools = s.agents.get(e["agentId"], [])
+    if e["toolId"] in tools:
+        tools.remove(e["toolId"])
+    s.agent_versions[e["agentId"]] = s.agent_versions.get(e["agentId"], 0) + 1
+    return {("agent", e["agentId"])}
+
+
+_HANDLERS: dict[str, Callable[[RegistryState, Record], set[Ref]]] = {
+    "tool.created": _tool_created,
+    "tool.saved": _tool_saved,
+    "tool.published": _tool_published,
+    "tool.trashed": _tool_trashed,
+    "tool.restored": _tool_restored,
+    "tool.purged": _tool_purged,
+    "server.created": _server_created,
+    "server.updated": _server_updated,
+    "server.deleted": _server_deleted,
+    "endpoint.created": _endpoints_added,
+    "endpoints.imported": _endpoints_added,
+    "endpoint.updated": _endpoint_updated,
+    "endpoint.deleted": _endpoint_deleted,
+    "credential.created": _credential_created,
+    "credential.updated": _credential_updated,
+    "credential.deleted": _credential_deleted,
+    "agent.linked": _agent_linked,
+    "agent.unlinked": _agent_unlinked,
+}
