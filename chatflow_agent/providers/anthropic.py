@@ -21,10 +21,12 @@ class AnthropicProvider(Provider):
     name = "anthropic"
 
     @classmethod
-    def from_env(cls) -> AnthropicProvider:
+    def from_env(cls, **options: Any) -> AnthropicProvider:
+        """Key and base URL from the environment; ``options`` as for Provider."""
         return cls(
             api_key=api_key("Anthropic", "ANTHROPIC_API_KEY"),
             base_url=base_url("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+            **options,
         )
 
     def endpoint(self, agent: Agent) -> str:

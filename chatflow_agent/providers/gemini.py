@@ -23,10 +23,12 @@ class GeminiProvider(Provider):
     gemini_dialect = True
 
     @classmethod
-    def from_env(cls) -> GeminiProvider:
+    def from_env(cls, **options: Any) -> GeminiProvider:
+        """Key and base URL from the environment; ``options`` as for Provider."""
         return cls(
             api_key=api_key("Gemini", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
             base_url=base_url("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+            **options,
         )
 
     def endpoint(self, agent: Agent) -> str:

@@ -21,10 +21,12 @@ class OpenAIProvider(Provider):
     name = "openai"
 
     @classmethod
-    def from_env(cls) -> OpenAIProvider:
+    def from_env(cls, **options: Any) -> OpenAIProvider:
+        """Key and base URL from the environment; ``options`` as for Provider."""
         return cls(
             api_key=api_key("OpenAI", "OPENAI_API_KEY"),
             base_url=base_url("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            **options,
         )
 
     def endpoint(self, agent: Agent) -> str:

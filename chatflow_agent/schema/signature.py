@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -30,6 +31,8 @@ class ToolParameter:
     node: Node
     default: Any = NO_DEFAULT
     default_factory: Callable[[], Any] | None = None
+    # Constraints given through a pydantic Field default, for validation.
+    validation_extras: tuple[Any, ...] = ()
 
     @property
     def required(self) -> bool:
@@ -74,7 +77,7 @@ def describe_function(
     except (TypeError, ValueError) as exc:
         raise walker.error("", f"has no inspectable signature: {exc}") from exc
     try:
-        hints = typing.get_type_hints(func, include_extras=True)
+        hints = typing.get_type_hints(_hint_source(func), include_extras=True)
     except Exception as exc:  # a bad forward reference can raise almost anything
         raise walker.error("", f"cannot resolve type hints: {exc}") from exc
     docs = parse_docstring(inspect.getdoc(func))
@@ -84,7 +87,7 @@ def describe_function(
             continue
         params.append(_parameter(walker, param, hints.get(param.name, EMPTY), docs.params))
     return FunctionSpec(
-        name=name or getattr(func, "__name__", "") or type(func).__name__,
+        name=name if name is not None else _default_name(func),
         description=description if description is not None else docs.summary,
         parameters=tuple(params),
         accepts_extra_kwargs=any(
@@ -118,4 +121,20 @@ def _parameter(
         node=node,
         default=default,
         default_factory=factory,
+        validation_extras=tuple(field.metadata) if field is not None else (),
     )
+
+
+def _default_name(func: Callable[..., Any]) -> str:
+    # functools.partial has no __name__; the wrapped function's name is the useful one.
+    inner = getattr(func, "func", func)
+    return str(getattr(func, "__name__", None) or getattr(inner, "__name__", type(func).__name__))
+
+
+def _hint_source(func: Callable[..., Any]) -> Any:
+    """The object whose annotations describe ``func``'s parameters."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.isroutine(func) or inspect.isclass(func):
+        return func
+    return type(func).__call__  # a callable instance

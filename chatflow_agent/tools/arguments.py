@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -123,7 +123,10 @@ class ArgumentBinder:
             if param.annotation is EMPTY or isinstance(param.node, AnyNode):
                 continue
             try:
-                adapter: TypeAdapter[Any] = TypeAdapter(pydantic_compatible(param.annotation))
+                annotation = pydantic_compatible(param.annotation)
+                if param.validation_extras:
+                    annotation = Annotated[(annotation, *param.validation_extras)]
+                adapter: TypeAdapter[Any] = TypeAdapter(annotation)
             except Exception as exc:  # pydantic raises several types for types it cannot build
                 raise ToolSchemaError(
                     f"tool function {owner!r}, parameter {param.name!r}: "

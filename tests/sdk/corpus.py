@@ -61,7 +61,7 @@ class Case:
         return self.sample if self.received is SAME else self.received
 
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042 - the spelling most tool authors use
     RED = "red"
     GREEN = "green"
 
@@ -248,7 +248,8 @@ CORPUS: list[Case] = [
     # enums: Gemini's are strings
     Case("Literal of strings", probe(Literal["a", "b"]),
          {"type": "STRING", "format": "enum", "enum": ["a", "b"]},
-         {"type": "string", "enum": ["a", "b"]}, {"type": "string", "enum": ["a", "b"]}, sample="b"),
+         {"type": "string", "enum": ["a", "b"]}, {"type": "string", "enum": ["a", "b"]},
+         sample="b"),
     Case("Literal of ints", probe(Literal[1, 2, 3]),
          {"type": "STRING", "format": "enum", "enum": ["1", "2", "3"]},
          {"type": "integer", "enum": [1, 2, 3]}, {"type": "integer", "enum": [1, 2, 3]},
@@ -283,9 +284,11 @@ CORPUS: list[Case] = [
     Case("TypedDict", probe(Dims), _DIMS_G, _DIMS_J, {**_DIMS_J, "additionalProperties": False},
          sample={"width": 1.5, "height": 2.0}),
     Case("TypedDict with optional keys", probe(Filters),
-         {"type": "OBJECT", "properties": {"color": {"type": "STRING"}, "size": {"type": "INTEGER"}},
+         {"type": "OBJECT",
+          "properties": {"color": {"type": "STRING"}, "size": {"type": "INTEGER"}},
           "propertyOrdering": ["color", "size"]},
-         {"type": "object", "properties": {"color": {"type": "string"}, "size": {"type": "integer"}}},
+         {"type": "object",
+          "properties": {"color": {"type": "string"}, "size": {"type": "integer"}}},
          {"type": "object",
           "properties": {"color": _null({"type": "string"}), "size": _null({"type": "integer"})},
           "required": ["color", "size"], "additionalProperties": False},
@@ -318,7 +321,8 @@ CORPUS: list[Case] = [
          {"type": "INTEGER", "minimum": 1, "maximum": 10},
          {"type": "integer", "minimum": 1, "maximum": 10},
          {"type": "integer", "minimum": 1, "maximum": 10}, sample=10),
-    Case("Field string rules", probe(Annotated[str, Field(min_length=2, max_length=5, pattern="^[A-Z]+$")]),
+    Case("Field string rules",
+         probe(Annotated[str, Field(min_length=2, max_length=5, pattern="^[A-Z]+$")]),
          {"type": "STRING", "minLength": 2, "maxLength": 5, "pattern": "^[A-Z]+$"},
          {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[A-Z]+$"},
          {"type": "string", "pattern": "^[A-Z]+$"}, sample="ABC"),
