@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runtime.blocks.ai import AIConfig
+from runtime.blocks.media import MediaConfig
 from runtime.limits import Limits
 
 
@@ -36,6 +38,11 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=5, ge=0)
     max_invocations: int = Field(default=50, ge=0)
     http_timeout_ms: int = Field(default=10_000, ge=1)
+    # fetchMedia / callAI (runtime/blocks/media.py, ai.py)
+    graph_base_url: str = "https://graph.facebook.com"
+    graph_version: str = "v21.0"
+    media_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    llm_timeout_ms: int = Field(default=60_000, ge=1)
     # HTTP API and registry (docs/registry.md)
     api_base_path: str = "/api"
     api_host: str = "127.0.0.1"
@@ -51,3 +58,10 @@ class Settings(BaseSettings):
             max_invocations=self.max_invocations,
             http_timeout_ms=self.http_timeout_ms,
         )
+
+    def media_config(self) -> MediaConfig:
+        return MediaConfig(graph_base_url=self.graph_base_url, graph_version=self.graph_version,
+                           max_bytes=self.media_max_bytes, timeout_ms=self.http_timeout_ms)
+
+    def ai_config(self) -> AIConfig:
+        return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes)

@@ -64,6 +64,11 @@ class Store:
         value: bytes | None = await self.client.get(self.keys.server(server_id))
         return value
 
+    async def get_credential(self, credential_id: str) -> bytes | None:
+        """``llm:credential:{id}`` (runtime.blocks.ai.CredentialSource)."""
+        value: bytes | None = await self.client.get(self.keys.llm_credential(credential_id))
+        return value
+
     async def get_tools(self, ids: list[str]) -> list[bytes | None]:
         if not ids:
             return []

@@ -24,6 +24,7 @@ from faststream.middlewares import AckPolicy
 from faststream.redis import RedisBroker, StreamSub
 from redis.exceptions import RedisError, ResponseError
 
+from runtime.blocks.ai import register_media_and_ai
 from runtime.blocks.runner import BlockRunner
 from runtime.definitions import DefinitionCache
 from runtime.machine import Machine
@@ -79,6 +80,7 @@ class Worker:
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
                                   script_timeout_ms=s.script_timeout_ms)
+        register_media_and_ai(self.runner, self.store, s.media_config(), s.ai_config())
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions)

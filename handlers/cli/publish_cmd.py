@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from redis.exceptions import RedisError
+
+from runtime.blocks.ai_checks import check_ai_blocks, credential_ids
+from runtime.errors import ChatflowError
 from runtime.validation import parse_definition
+from schemas.definition import ToolDefinition
 
 from .common import add_redis_flag, client_for, settings_from
 
@@ -41,6 +46,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     data, problems = load(args.file)
     wrapper = data if "definition" in data else {"definition": data}
     definition, found = parse_definition(wrapper.get("definition"))
+    if definition is not None:
+        found += _ai_problems(args, definition)
     problems += [f"definition.{p}" if "definition" in data else p for p in found]
     pt = args.id or wrapper.get("id")
     if not pt:
@@ -60,6 +67,27 @@ def cmd_publish(args: argparse.Namespace) -> int:
     asyncio.run(_write(args, pt, json.dumps(record, ensure_ascii=False)))
     print(f"published tool:{pt}")
     return 0
+
+
+def _ai_problems(args: argparse.Namespace, definition: ToolDefinition) -> list[str]:
+    """fetchMedia/callAI checks; callAI credentials (``llm:credential:{id}``) are checked
+    only when Redis answers, else a note says they were not."""
+    ids = credential_ids(definition)
+    existing: set[str] | None = None
+    if ids:
+        try:
+            existing = asyncio.run(_existing_credentials(args, ids))
+        except (ChatflowError, RedisError, OSError) as exc:
+            print(f"note: LLM credentials not checked ({exc})", file=sys.stderr)
+    return check_ai_blocks(definition, lambda c: existing is None or c in existing)
+
+
+async def _existing_credentials(args: argparse.Namespace, ids: set[str]) -> set[str]:
+    client, keys = client_for(settings_from(args))
+    try:
+        return {c for c in ids if await client.exists(keys.llm_credential(c))}
+    finally:
+        await client.aclose()
 
 
 async def _write(args: argparse.Namespace, pt: str, value: str) -> None:
