@@ -70,7 +70,8 @@ class V8Engine:
         self.seq += 1
         code = f"{self._runner}.run({self.seq}, {js_string(payload)})"
         try:
-            result = await asyncio.wait_for(self._racer.eval_cancelable(code), budget_s)
+            async with asyncio.timeout(budget_s):  # no extra task, unlike wait_for
+                result = await self._racer.eval_cancelable(code)
         except TimeoutError as exc:
             raise EngineFailure("timeout", "batch exceeded its time budget") from exc
         except JSOOMException as exc:
