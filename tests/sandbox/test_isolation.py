@@ -121,6 +121,9 @@ async def test_the_runner_is_not_reachable_from_scripts(sandbox: ScriptSandbox) 
         ("return setInterval(() => 1, 0)", "ReferenceError: setInterval is not defined"),
         ("return WebAssembly.Module", "ReferenceError: WebAssembly is not defined"),
         ("return SharedArrayBuffer", "ReferenceError: SharedArrayBuffer is not defined"),
+        ("return Atomics.wait", "ReferenceError: Atomics is not defined"),
+        ("return new WeakRef({})", "ReferenceError: WeakRef is not defined"),
+        ("return new FinalizationRegistry(() => 1)", "ReferenceError: FinalizationRegistry"),
         ("return eval('1 + 1')", "ReferenceError: eval is not defined"),
         ("return Function('return this')()", "EvalError: Function constructor is disabled"),
         (
@@ -154,3 +157,8 @@ async def test_strict_mode_hides_the_global_object_from_this(sandbox: ScriptSand
 async def test_a_import_statement_is_a_syntax_error(sandbox: ScriptSandbox) -> None:
     outcome = await run(sandbox, "import fs from 'fs'; return 1")
     assert outcome.code == "script_syntax"
+
+
+async def test_console_exists_and_does_nothing(sandbox: ScriptSandbox) -> None:
+    outcome = await run(sandbox, "console.log('x'); console.error('y'); return 'quiet'")
+    assert outcome.value == "quiet"
