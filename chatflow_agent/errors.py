@@ -32,10 +32,6 @@ class ToolArgumentsError(ToolExecutionError, ValueError):
     """Raised when a tool call's arguments do not fit the tool's signature; it never ran."""
 
 
-class UnknownToolError(ToolExecutionError, LookupError):
-    """Raised when a model asks for a tool the agent does not have."""
-
-
 class ProviderError(ChatflowAgentError):
     """Raised when a model provider cannot be reached or answers with an error."""
 
@@ -72,5 +68,4 @@ __all__ = [
     "ToolError",
     "ToolExecutionError",
     "ToolSchemaError",
-    "UnknownToolError",
 ]

@@ -45,3 +45,13 @@ def fake_provider(
 @pytest.fixture
 def gemini_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
     yield from _serve("gemini", monkeypatch)
+
+
+@pytest.fixture
+def openai_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
+    yield from _serve("openai", monkeypatch)
+
+
+@pytest.fixture
+def anthropic_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
+    yield from _serve("anthropic", monkeypatch)

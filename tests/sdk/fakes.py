@@ -51,7 +51,10 @@ class FakeModelServer:
         self.requests: list[Recorded] = []
         self.failures: list[str] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval only makes shutdown() return quickly; nothing waits on it.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     @property
     def url(self) -> str:
