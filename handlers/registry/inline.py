@@ -1,0 +1,177 @@
+"""Run a tool in this process, without streams: the builder's test routes and the internal
+execute route.
+
+The same state machine and block executors as the workers, driven by a local
+queue instead of the step streams; the trace is the executions' event log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+
+from runtime.blocks.endpoint import CallEndpointExecutor
+from runtime.blocks.runner import BlockRunner, Executor, Unsupported
+from runtime.definitions import DefinitionCache
+from runtime.errors import ToolFailure, internal_error
+from runtime.machine import Machine
+from runtime.outcome import SpawnChild
+from runtime.sandbox import ScriptLimits, ScriptSandbox
+from runtime.state import ExecState, LogEntry, StepMsg, Transition
+from schemas.definition import PublishedTool
+from schemas.wire import ExecuteToolCommand, ToolResult
+
+from ..keys import Keys
+from ..redis_client import Client
+from ..settings import Settings
+from ..store import Store
+
+_result = msgspec.json.Decoder(ToolResult)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class InlineRun:
+    result: ToolResult | None = None
+    trace: list[LogEntry] = field(default_factory=list)
+    variables: dict[str, Any] = field(default_factory=dict)
+    executions: list[bytes] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        r = self.result
+        error = {"code": r.error.code, "message": r.error.message} if r and r.error else None
+        return {"ok": bool(r and r.ok), "result": r.result if r else "", "error": error,
+                "durationMs": r.durationMs if r else 0, "variables": self.variables,
+                "trace": msgspec.to_builtins(self.trace)}
+
+
+class InlineRunner:
+    def __init__(self, settings: Settings, client: Client, keys: Keys, http: httpx.AsyncClient,
+                 extra_executors: dict[str, Executor] | None = None) -> None:
+        self.settings = settings
+        self.keys = keys
+        self.client = client
+        self.store = Store(client, keys, state_ttl_s=settings.state_ttl_s,
+                           dedup_ttl_s=settings.dedup_ttl_s, marker_ttl_s=settings.marker_ttl_s)
+        self.machine = Machine(settings.limits())
+        self.definitions = DefinitionCache()
+        self.sandbox = ScriptSandbox(ScriptLimits(
+            timeout_ms=settings.script_timeout_ms,
+            max_memory_bytes=settings.script_max_memory_mb << 20))
+        self.runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
+                                  definitions=self.definitions, limits=self.machine.limits,
+                                  script_timeout_ms=settings.script_timeout_ms)
+        self.runner.register("callEndpoint",
+                             CallEndpointExecutor(http, self.store, self.machine.limits))
+        for kind, executor in (extra_executors or {}).items():
+            self.runner.register(kind, executor)
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    async def run(self, published: PublishedTool | ToolFailure, *, inputs: dict[str, Any],
+                  variables: dict[str, Any], start_block: str | None = None,
+                  contact: str = "inline") -> InlineRun:
+        pt = published.id if isinstance(published, PublishedTool) else "inline"
+        digest, data = "", b""
+        if isinstance(published, PublishedTool):
+            if start_block:
+                definition = published.definition.model_copy(
+                    update={"onboardingBlockId": start_block})
+                published = published.model_copy(update={"definition": definition})
+            data = published.model_dump_json(by_alias=True).encode()
+            digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+            self.definitions.put(digest, published)
+            pt = published.id
+        cmd = msgspec.convert({
+            "commandId": f"inline-{uuid.uuid4().hex[:12]}",
+            "action": {"id": "inline", "type": "executeTool", "publishedToolId": pt,
+                       "toolId": getattr(published, "toolId", pt), "outputVariable": "result"},
+            "context": {"contactId": contact, "variables": variables},
+        }, ExecuteToolCommand)
+        t = self.machine.start(cmd, published, digest, data, exec_id="0-inline", partition=0,
+                               now=now_ms(), debug=False)
+        for state in t.writes:  # inputs are values here, not templates
+            state.variables.update(inputs)
+        run = InlineRun()
+        timeout = self.machine.limits.tool_timeout_ms / 1000 + 5
+        await asyncio.wait_for(self._drive(t, run), timeout)
+        return run
+
+    async def _drive(self, first: Transition, run: InlineRun) -> None:
+        states: dict[str, ExecState] = {}
+        queue: deque[StepMsg] = deque()
+
+        def apply(t: Transition) -> bool:
+            for state in t.writes:
+                states[state.execId] = state
+            queue.extend(t.steps)
+            run.trace.extend(t.log)
+            for emit in t.emits:
+                if emit.kind == "result":
+                    run.result = _result.decode(emit.data)
+                elif emit.kind == "execution":
+                    run.executions.append(emit.data)
+            return t.finishes_root
+
+        finished = apply(first)
+        while queue and not finished:
+            step = queue.popleft()
+            state = states.get(step.e)
+            if state is None or state.status == "done" or state.version != step.v:
+                continue
+            finished = apply(await self._advance(state, step))
+        root = states.get("0-inline")
+        run.variables = dict(root.variables) if root else {}
+
+    async def _advance(self, state: ExecState, step: StepMsg) -> Transition:
+        published = self.definitions.get(state.defHash)
+        now = now_ms()
+        if published is None:
+            return self.machine.abort(state, internal_error("definition lost"), now)
+        if step.k == "resume" and step.child is not None:
+            return self.machine.after_child(state, published.definition, step.child, now)
+        planned = self.machine.plan(state, published.definition, now)
+        if isinstance(planned, Transition):
+            return planned
+        outcome = await self.runner.run(state, planned, now)
+        now = now_ms()
+        if isinstance(outcome, SpawnChild):
+            return self.machine.spawn(state, planned, outcome, now)
+        if isinstance(outcome, Unsupported):
+            return self.machine.fail(state, outcome, now)
+        if isinstance(outcome, ToolFailure):
+            return self.machine.load_failure(state, planned, outcome, now)
+        return self.machine.after_block(state, planned, outcome, now)
+
+    async def record_executions(self, run: InlineRun) -> None:
+        """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""
+        for data in run.executions:
+            await self.client.xadd(self.keys.executions, {"data": data})
+
+
+def single_block_definition(block: dict[str, Any]) -> dict[str, Any]:
+    """A definition holding only ``block``, every target rewritten to end the tool, so the
+    block runs alone and its matched condition still shows in the trace."""
+    block = json.loads(json.dumps(block))
+    end = {"type": "testEnd"}
+    if block.get("type") != "return":
+        block["defaultOutput"] = end
+        for condition in block.get("outputConditions") or []:
+            if isinstance(condition, dict):
+                condition["target"] = end
+    block_id = str(block.get("id") or "block")
+    block["id"] = block_id
+    return {"blocks": {block_id: block}, "onboardingBlockId": block_id}

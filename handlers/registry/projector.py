@@ -1,0 +1,113 @@
+"""Write the projections of the registry state: the keys the runtime reads and the API's lists.
+
+Projections are not atomic with the log (their keys are public names in many
+slots); they converge instead. A writer always projects from a state caught up
+with the whole log, then reads the log again, and projects again if it moved
+(:meth:`handlers.registry.Registry.catch_up`): the last projection written always
+reflects the whole log. ``chatflow registry rebuild`` rewrites them all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import structlog
+
+from runtime.registry import Ref, RegistryState
+from runtime.registry.views import (
+    agent_cache,
+    credential_cache,
+    credential_view,
+    published_record,
+    server_cache,
+    server_view,
+    tool_view,
+)
+
+from ..keys import Keys
+from ..redis_client import Client
+from .crypto import SecretBox
+from .errors import Invalid
+
+log = structlog.get_logger("chatflow.registry")
+VIEWS = ("tools", "servers", "credentials")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Projector:
+    def __init__(self, client: Client, keys: Keys, box: SecretBox) -> None:
+        self.client = client
+        self.keys = keys
+        self.box = box
+
+    def _decrypt(self, token: str) -> str:
+        try:
+            return self.box.decrypt(token)
+        except Invalid as exc:
+            log.warning("secret left empty in a cache projection", reason=exc.code)
+            return ""
+
+    async def write(self, state: RegistryState, refs: Iterable[Ref], last_id: str) -> None:
+        k = self.keys
+        async with self.client.pipeline(transaction=False) as pipe:
+            for kind, ident in sorted(set(refs)):
+                if kind == "tool":
+                    self._tool(pipe, state, ident)
+                elif kind == "pt":
+                    owner = state.tools.get(state.published.get(ident, ""))
+                    record = published_record(owner) if owner else None
+                    if record is None:
+                        pipe.delete(k.tool(ident))
+                    else:
+                        pipe.set(k.tool(ident), _json(record))
+                elif kind == "server":
+                    self._server(pipe, state, ident)
+                elif kind == "credential":
+                    self._credential(pipe, state, ident)
+                elif kind == "agent":
+                    cache = agent_cache(state, ident)
+                    if cache is None:
+                        pipe.delete(k.ai_agent(ident))
+                    else:
+                        pipe.set(k.ai_agent(ident), _json(cache))
+            pipe.set(k.registry_projected, last_id)
+            await pipe.execute()
+
+    def _tool(self, pipe: Any, state: RegistryState, tool_id: str) -> None:
+        k = self.keys
+        tool = state.tools.get(tool_id)
+        if tool_id not in state.published:
+            # The key an older publisher wrote under Tool.id (seed: legacy cache entry).
+            pipe.delete(k.tool(tool_id))
+        if tool is None:
+            pipe.hdel(k.registry_view("tools"), tool_id)
+        else:
+            pipe.hset(k.registry_view("tools"), tool_id, _json(tool_view(tool)))
+
+    def _server(self, pipe: Any, state: RegistryState, server_id: str) -> None:
+        k = self.keys
+        server = state.servers.get(server_id)
+        if server is None:
+            pipe.delete(k.server(server_id))
+            pipe.hdel(k.registry_view("servers"), server_id)
+            return
+        pipe.set(k.server(server_id), _json(server_cache(server, self._decrypt)))
+        pipe.hset(k.registry_view("servers"), server_id, _json(server_view(server)))
+
+    def _credential(self, pipe: Any, state: RegistryState, cred_id: str) -> None:
+        k = self.keys
+        cred = state.credentials.get(cred_id)
+        if cred is None:
+            pipe.delete(k.llm_credential(cred_id))
+            pipe.hdel(k.registry_view("credentials"), cred_id)
+            return
+        pipe.set(k.llm_credential(cred_id), _json(credential_cache(cred, self._decrypt)))
+        pipe.hset(k.registry_view("credentials"), cred_id, _json(credential_view(cred)))
+
+    async def clear_views(self) -> None:
+        await self.client.delete(*(self.keys.registry_view(v) for v in VIEWS))

@@ -1,0 +1,341 @@
+"""Integration servers, their endpoints, LLM credentials: CRUD, OpenAPI import, test calls.
+
+Secret header values and API keys are encrypted before they enter the log; the
+views the API returns mask them, and only the cache projections hold them in
+clear (``handlers.registry.projector``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from runtime.blocks.endpoint import call_endpoint
+from runtime.limits import Limits
+from runtime.registry import RegistryState
+from runtime.registry.openapi import OpenApiError, parse_openapi
+from runtime.registry.state import Record
+from runtime.registry.views import (
+    MASK,
+    credential_view,
+    endpoint_view,
+    server_cache,
+    server_view,
+)
+from schemas.definition import CallEndpointParamMapping
+
+from .errors import Conflict, Invalid, NotFound
+from .log import Append
+from .models import (
+    AdhocEndpointTest,
+    CredentialCreate,
+    CredentialPatch,
+    EndpointCreate,
+    EndpointPatch,
+    EndpointTest,
+    HeaderIn,
+    ServerCreate,
+    ServerPatch,
+)
+from .registry import Registry
+from .tools import check_version, graph, new_id
+
+
+def get_server(state: RegistryState, server_id: str) -> Record:
+    server = state.servers.get(server_id)
+    if server is None:
+        raise NotFound(f"no integration server {server_id!r}")
+    return server
+
+
+def get_endpoint(state: RegistryState, server_id: str, endpoint_id: str) -> Record:
+    endpoint = get_server(state, server_id)["endpoints"].get(endpoint_id)
+    if endpoint is None:
+        raise NotFound(f"no endpoint {endpoint_id!r} on integration server {server_id!r}")
+    return dict(endpoint)
+
+
+def _used(state: RegistryState, server_id: str, endpoint_id: str | None, what: str) -> None:
+    users = state.tools_using_server(server_id, endpoint_id)
+    if users:
+        names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
+        raise Conflict(f"{what} is used by tools: {names}", code="in_use",
+                       usedBy=[{"id": t["id"], "name": t["name"]} for t in users])
+
+
+def _server_versions(server: Record) -> tuple[dict[str, str], dict[str, str]]:
+    name = f"server:{server['id']}"
+    return {name: str(server["version"])}, {name: str(server["version"] + 1)}
+
+
+class ServerOps:
+    def __init__(self, registry: Registry, http: httpx.AsyncClient, limits: Limits) -> None:
+        self.registry = registry
+        self.http = http
+        self.limits = limits
+
+    @property
+    def state(self) -> RegistryState:
+        return self.registry.state
+
+    def _headers(self, headers: list[HeaderIn], old: list[Record] | None = None) -> list[Record]:
+        """Secret values encrypted; a secret sent back masked keeps its stored value."""
+        previous = {h["name"].lower(): h for h in old or [] if h.get("secret")}
+        out = []
+        for h in headers:
+            if h.secret and h.value == MASK and h.name.lower() in previous:
+                value = previous[h.name.lower()]["value"]
+            elif h.secret:
+                value = self.registry.box.encrypt(h.value)
+            else:
+                value = h.value
+            out.append({"name": h.name, "value": value, "secret": h.secret})
+        return out
+
+    # -- servers ------------------------------------------------------------------
+
+    async def list_all(self) -> list[Record]:
+        await self.registry.catch_up()
+        views = await self.registry.client.hgetall(self.registry.keys.registry_view("servers"))
+        out = []
+        for raw in views.values():
+            view = json.loads(raw)
+            users = self.state.tools_using_server(view["id"])
+            view["usedBy"] = [{"toolId": t["id"], "name": t.get("name", "")} for t in users]
+            view["metrics"] = {"endpoints": len(view.get("endpoints", [])), "usedBy": len(users)}
+            out.append(view)
+        return sorted(out, key=lambda v: (v.get("createdAt") or "", v["id"]))
+
+    async def view(self, server_id: str) -> Record:
+        await self.registry.catch_up()
+        server = get_server(self.state, server_id)
+        return server_view(server, self.state.tools_using_server(server_id))
+
+    async def create(self, body: ServerCreate) -> Record:
+        server_id = body.id or new_id("srv")
+        headers = self._headers(body.headers)
+
+        def build(state: RegistryState) -> Append:
+            if server_id in state.servers:
+                raise Conflict(f"an integration server with id {server_id!r} exists",
+                               code="server_exists")
+            record = {"id": server_id, "name": body.name, "baseUrl": body.baseUrl,
+                      "description": body.description, "headers": headers}
+            return Append({"type": "server.created", "server": record},
+                          {f"server:{server_id}": "0"}, {f"server:{server_id}": "1"})
+
+        await self.registry.commit(build)
+        return await self.view(server_id)
+
+    async def update(self, server_id: str, body: ServerPatch) -> Record:
+        def build(state: RegistryState) -> Append:
+            server = get_server(state, server_id)
+            check_version(server, body.version, f"integration server {server_id!r}")
+            changes = body.model_dump(mode="json", exclude_unset=True,
+                                      exclude={"version", "headers"})
+            if body.headers is not None:
+                changes["headers"] = self._headers(body.headers, server.get("headers"))
+            expect, sets = _server_versions(server)
+            return Append({"type": "server.updated", "id": server_id, "changes": changes},
+                          expect, sets)
+
+        await self.registry.commit(build)
+        return await self.view(server_id)
+
+    async def delete(self, server_id: str) -> Record:
+        def build(state: RegistryState) -> Append:
+            server = get_server(state, server_id)
+            _used(state, server_id, None, f"integration server {server_id!r}")
+            expect, sets = graph(state)
+            expect[f"server:{server_id}"] = str(server["version"])
+            sets[f"server:{server_id}"] = ""
+            return Append({"type": "server.deleted", "id": server_id}, expect, sets)
+
+        await self.registry.commit(build)
+        return {"id": server_id, "deleted": True}
+
+    # -- endpoints ----------------------------------------------------------------
+
+    async def endpoints(self, server_id: str) -> list[Record]:
+        await self.registry.catch_up()
+        server = get_server(self.state, server_id)
+        return [endpoint_view(e) for e in server["endpoints"].values()]
+
+    def _endpoint_record(self, endpoint_id: str, body: EndpointCreate) -> Record:
+        record = body.model_dump(mode="json", by_alias=True, exclude={"id", "headers"})
+        record["id"] = endpoint_id
+        record["headers"] = self._headers(body.headers)
+        return record
+
+    async def add_endpoint(self, server_id: str, body: EndpointCreate) -> Record:
+        endpoint_id = body.id or new_id("ep")
+        record = self._endpoint_record(endpoint_id, body)
+
+        def build(state: RegistryState) -> Append:
+            server = get_server(state, server_id)
+            if endpoint_id in server["endpoints"]:
+                raise Conflict(f"endpoint {endpoint_id!r} exists on server {server_id!r}",
+                               code="endpoint_exists")
+            expect, sets = _server_versions(server)
+            return Append({"type": "endpoint.created", "serverId": server_id,
+                           "endpoint": record}, expect, sets)
+
+        await self.registry.commit(build)
+        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id))
+
+    async def update_endpoint(self, server_id: str, endpoint_id: str,
+                              body: EndpointPatch) -> Record:
+        def build(state: RegistryState) -> Append:
+            server = get_server(state, server_id)
+            endpoint = get_endpoint(state, server_id, endpoint_id)
+            check_version(server, body.version, f"integration server {server_id!r}")
+            changes = body.model_dump(mode="json", by_alias=True, exclude_unset=True,
+                                      exclude={"version", "headers"})
+            if body.headers is not None:
+                changes["headers"] = self._headers(body.headers, endpoint.get("headers"))
+            expect, sets = _server_versions(server)
+            return Append({"type": "endpoint.updated", "serverId": server_id, "id": endpoint_id,
+                           "changes": changes}, expect, sets)
+
+        await self.registry.commit(build)
+        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id))
+
+    async def delete_endpoint(self, server_id: str, endpoint_id: str) -> Record:
+        def build(state: RegistryState) -> Append:
+            server = get_server(state, server_id)
+            get_endpoint(state, server_id, endpoint_id)
+            _used(state, server_id, endpoint_id, f"endpoint {endpoint_id!r}")
+            expect, sets = graph(state)
+            e2, s2 = _server_versions(server)
+            return Append({"type": "endpoint.deleted", "serverId": server_id, "id": endpoint_id},
+                          {**expect, **e2}, {**sets, **s2})
+
+        await self.registry.commit(build)
+        return {"id": endpoint_id, "serverId": server_id, "deleted": True}
+
+    async def import_openapi(self, server_id: str, text: str) -> list[Record]:
+        await self.registry.catch_up()
+        get_server(self.state, server_id)
+        try:
+            drafts = parse_openapi(text)
+        except OpenApiError as exc:
+            raise Invalid(f"the OpenAPI spec cannot be imported: {exc}",
+                          code="invalid_openapi") from exc
+        if not drafts:
+            raise Invalid("the OpenAPI spec declares no operations under 'paths'",
+                          code="invalid_openapi")
+        records = [{**d, "id": new_id("ep"), "headers": [], "bodyTemplate": None}
+                   for d in drafts]
+
+        def build(state: RegistryState) -> Append:
+            expect, sets = _server_versions(get_server(state, server_id))
+            return Append({"type": "endpoints.imported", "serverId": server_id,
+                           "endpoints": records}, expect, sets)
+
+        await self.registry.commit(build)
+        return [endpoint_view(get_endpoint(self.state, server_id, r["id"])) for r in records]
+
+    # -- test calls against the real API -----------------------------------------
+
+    async def test(self, server_id: str, endpoint_id: str, body: EndpointTest) -> Record:
+        await self.registry.catch_up()
+        get_endpoint(self.state, server_id, endpoint_id)
+        config = server_cache(get_server(self.state, server_id), self.registry.box.decrypt)
+        return await self._call(config, server_id, endpoint_id, body)
+
+    async def test_adhoc(self, server_id: str, body: AdhocEndpointTest) -> Record:
+        await self.registry.catch_up()
+        server = dict(get_server(self.state, server_id))
+        record = self._endpoint_record("adhoc", EndpointCreate(**body.endpoint.model_dump()))
+        server["endpoints"] = {"adhoc": record}
+        config = server_cache(server, self.registry.box.decrypt)
+        return await self._call(config, server_id, "adhoc", body)
+
+    async def _call(self, config: Record, server_id: str, endpoint_id: str,
+                    body: EndpointTest) -> Record:
+        mappings = [CallEndpointParamMapping.model_validate(m.model_dump(by_alias=True))
+                    for m in body.paramMappings]
+        call = await call_endpoint(self.http, config, server_id, endpoint_id, mappings,
+                                   body.variables, {}, timeout_ms=self.limits.http_timeout_ms,
+                                   max_chars=self.limits.max_rendered_chars)
+        error = {"code": call.error.code, "message": call.error.message} if call.error else None
+        return {"ok": call.error is None, "method": call.method, "url": call.url,
+                "status": call.status, "body": call.body, "error": error,
+                "durationMs": call.duration_ms}
+
+
+class CredentialOps:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def list_all(self) -> list[Record]:
+        await self.registry.catch_up()
+        return [credential_view(c) for c in self.registry.state.credentials.values()]
+
+    async def view(self, cred_id: str) -> Record:
+        await self.registry.catch_up()
+        return credential_view(self._get(self.registry.state, cred_id))
+
+    @staticmethod
+    def _get(state: RegistryState, cred_id: str) -> Record:
+        cred = state.credentials.get(cred_id)
+        if cred is None:
+            raise NotFound(f"no LLM credential {cred_id!r}")
+        return cred
+
+    async def create(self, body: CredentialCreate) -> Record:
+        cred_id = body.id or new_id("cred")
+        record = {"id": cred_id, "name": body.name, "provider": body.provider,
+                  "baseUrl": body.baseUrl, "apiKey": self.registry.box.encrypt(body.apiKey)}
+
+        def build(state: RegistryState) -> Append:
+            if cred_id in state.credentials:
+                raise Conflict(f"an LLM credential with id {cred_id!r} exists",
+                               code="credential_exists")
+            return Append({"type": "credential.created", "credential": record},
+                          {f"credential:{cred_id}": "0"}, {f"credential:{cred_id}": "1"})
+
+        await self.registry.commit(build)
+        return await self.view(cred_id)
+
+    async def update(self, cred_id: str, body: CredentialPatch) -> Record:
+        changes: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True,
+                                                  exclude={"version", "apiKey"})
+        if body.apiKey is not None:
+            changes["apiKey"] = self.registry.box.encrypt(body.apiKey)
+
+        def build(state: RegistryState) -> Append:
+            cred = self._get(state, cred_id)
+            check_version(cred, body.version, f"LLM credential {cred_id!r}")
+            name = f"credential:{cred_id}"
+            return Append({"type": "credential.updated", "id": cred_id, "changes": changes},
+                          {name: str(cred["version"])}, {name: str(cred["version"] + 1)})
+
+        await self.registry.commit(build)
+        return await self.view(cred_id)
+
+    async def delete(self, cred_id: str) -> Record:
+        def build(state: RegistryState) -> Append:
+            cred = self._get(state, cred_id)
+            users = [t for t in state.tools.values() if not t.get("deletedAt")
+                     and _calls_ai(t, cred_id)]
+            if users:
+                names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
+                raise Conflict(f"LLM credential {cred_id!r} is used by published tools: {names}",
+                               code="in_use")
+            expect, sets = graph(state)
+            expect[f"credential:{cred_id}"] = str(cred["version"])
+            sets[f"credential:{cred_id}"] = ""
+            return Append({"type": "credential.deleted", "id": cred_id}, expect, sets)
+
+        await self.registry.commit(build)
+        return {"id": cred_id, "deleted": True}
+
+
+def _calls_ai(tool: Record, cred_id: str) -> bool:
+    definition = (tool.get("publishedTool") or {}).get("definition") or {}
+    return any(isinstance(b, dict) and b.get("type") == "callAI"
+               and b.get("llmCredentialId") == cred_id
+               for b in (definition.get("blocks") or {}).values())

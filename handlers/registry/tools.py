@@ -1,0 +1,210 @@
+"""Tool operations: create, save, publish, trash, restore, delete for good, agent links.
+
+Each builds its event from the caught-up state (so its checks hold against the
+whole log) and names the versions it relies on; :meth:`Registry.commit` appends
+it atomically with those checks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from runtime.registry import RegistryState
+from runtime.registry.state import Record
+from runtime.registry.validation import check_publish
+from runtime.registry.views import agent_cache, tool_view
+
+from .errors import Conflict, Invalid, NotFound
+from .log import Append
+from .models import ToolCreate, ToolPatch
+from .registry import Registry
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def tool_version(state: RegistryState, tool_id: str) -> str:
+    tool = state.tools.get(tool_id)
+    return str(tool["version"]) if tool else "0"
+
+
+def bump(state: RegistryState, tool_id: str) -> dict[str, str]:
+    return {f"tool:{tool_id}": str(state.tools[tool_id]["version"] + 1)}
+
+
+def graph(state: RegistryState) -> tuple[dict[str, str], dict[str, str]]:
+    return {"graph": str(state.graph)}, {"graph": str(state.graph + 1)}
+
+
+def get_tool(state: RegistryState, tool_id: str, *, trashed_ok: bool = False) -> Record:
+    tool = state.tools.get(tool_id)
+    if tool is None:
+        raise NotFound(f"no tool {tool_id!r}")
+    if tool.get("deletedAt") and not trashed_ok:
+        raise NotFound(f"tool {tool_id!r} is in the trash (POST /tools/{tool_id}/restore)",
+                       code="in_trash")
+    return tool
+
+
+def check_version(record: Record, wanted: int | None, what: str) -> None:
+    if wanted is not None and wanted != record["version"]:
+        raise Conflict(f"{what} was changed meanwhile: it is at version {record['version']}, "
+                       f"you sent {wanted}", code="version_conflict", version=record["version"])
+
+
+class ToolOps:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    @property
+    def state(self) -> RegistryState:
+        return self.registry.state
+
+    async def view(self, tool_id: str, *, trashed_ok: bool = False) -> Record:
+        await self.registry.catch_up()
+        return tool_view(get_tool(self.state, tool_id, trashed_ok=trashed_ok))
+
+    async def create(self, body: ToolCreate) -> Record:
+        tool_id = body.id or new_id("t")
+        if body.kind == "native":
+            if not body.nativeName:
+                raise Invalid("nativeName: required for a native tool")
+            if body.definition is not None:
+                raise Invalid("definition: a native tool has no definition")
+        elif body.nativeName:
+            raise Invalid("nativeName: only native tools have one")
+
+        def build(state: RegistryState) -> Append:
+            if tool_id in state.tools:
+                raise Conflict(f"a tool with id {tool_id!r} exists", code="tool_exists")
+            expect, sets = {f"tool:{tool_id}": "0"}, {f"tool:{tool_id}": "1"}
+            if body.nativeName:
+                owner = state.native_names.get(body.nativeName)
+                if owner:
+                    raise Conflict(f"nativeName {body.nativeName!r} is taken by tool {owner!r}",
+                                   code="native_name_taken")
+                expect[f"native:{body.nativeName}"] = "0"
+                sets[f"native:{body.nativeName}"] = tool_id
+            record = {"id": tool_id, "name": body.name, "description": body.description,
+                      "kind": body.kind, "nativeName": body.nativeName,
+                      "definition": body.definition if body.kind == "custom" else None}
+            if record["definition"] is None and body.kind == "custom":
+                record["definition"] = {"blocks": {}, "onboardingBlockId": None}
+            return Append({"type": "tool.created", "tool": record}, expect, sets)
+
+        await self.registry.commit(build)
+        return tool_view(self.state.tools[tool_id])
+
+    async def save(self, tool_id: str, body: ToolPatch) -> Record:
+        changes = body.model_dump(mode="json", exclude_unset=True, exclude={"version"})
+        if "name" in changes and changes["name"] is None:
+            raise Invalid("name: cannot be null")
+
+        def build(state: RegistryState) -> Append:
+            tool = get_tool(state, tool_id)
+            check_version(tool, body.version, f"tool {tool_id!r}")
+            if tool.get("kind") == "native" and changes.get("definition") is not None:
+                raise Invalid("definition: a native tool has no definition")
+            return Append({"type": "tool.saved", "id": tool_id, "changes": changes},
+                          {f"tool:{tool_id}": str(tool["version"])}, bump(state, tool_id))
+
+        await self.registry.commit(build)
+        return tool_view(self.state.tools[tool_id])
+
+    async def publish(self, tool_id: str, version: int | None = None) -> Record:
+        def build(state: RegistryState) -> Append:
+            tool = state.tools.get(tool_id)
+            if tool is None:
+                raise NotFound(f"no tool {tool_id!r}")
+            if tool.get("deletedAt"):
+                raise Conflict(f"tool {tool_id!r} is in the trash; restore it before publishing",
+                               code="in_trash")
+            check_version(tool, version, f"tool {tool_id!r}")
+            problems = check_publish(state, tool_id)
+            if problems:
+                raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
+                              problems=problems, code="invalid_definition")
+            pt = (tool.get("publishedTool") or {}).get("id") or new_id("pt")
+            expect, sets = graph(state)
+            expect[f"tool:{tool_id}"] = str(tool["version"])
+            sets.update(bump(state, tool_id))
+            event = {"type": "tool.published", "id": tool_id, "publishedToolId": pt,
+                     "name": tool["name"], "definition": tool["definition"]}
+            return Append(event, expect, sets)
+
+        await self.registry.commit(build)
+        return tool_view(self.state.tools[tool_id])
+
+    async def trash(self, tool_id: str) -> Record:
+        return await self._toggle(tool_id, "tool.trashed")
+
+    async def restore(self, tool_id: str) -> Record:
+        return await self._toggle(tool_id, "tool.restored")
+
+    async def _toggle(self, tool_id: str, kind: str) -> Record:
+        def build(state: RegistryState) -> Append:
+            tool = get_tool(state, tool_id, trashed_ok=True)
+            trashed = bool(tool.get("deletedAt"))
+            if kind == "tool.trashed" and trashed:
+                raise Conflict(f"tool {tool_id!r} is already in the trash", code="in_trash")
+            if kind == "tool.restored" and not trashed:
+                raise Conflict(f"tool {tool_id!r} is not in the trash", code="not_in_trash")
+            expect, sets = graph(state)
+            expect[f"tool:{tool_id}"] = str(tool["version"])
+            sets.update(bump(state, tool_id))
+            return Append({"type": kind, "id": tool_id}, expect, sets)
+
+        await self.registry.commit(build)
+        return tool_view(self.state.tools[tool_id])
+
+    async def purge(self, tool_id: str) -> Record:
+        """Delete for good: only from the trash (400), never while a caller is live (409)."""
+        def build(state: RegistryState) -> Append:
+            tool = get_tool(state, tool_id, trashed_ok=True)
+            if not tool.get("deletedAt"):
+                raise Invalid(f"tool {tool_id!r} is not in the trash: DELETE /tools/{tool_id} "
+                              "first", code="not_in_trash")
+            callers = state.callers_of(tool_id)
+            if callers:
+                names = ", ".join(f"{c['name']} ({c['id']})" for c in callers)
+                raise Conflict(f"tool {tool_id!r} is still called by published tools: {names}",
+                               code="tool_has_callers",
+                               callers=[{"id": c["id"], "name": c["name"]} for c in callers])
+            expect, sets = graph(state)
+            expect[f"tool:{tool_id}"] = str(tool["version"])
+            sets[f"tool:{tool_id}"] = ""
+            if tool.get("nativeName"):
+                sets[f"native:{tool['nativeName']}"] = ""
+            for agent in state.agents_of(tool_id):
+                sets[f"agent:{agent}"] = str(state.agent_versions.get(agent, 0) + 1)
+            return Append({"type": "tool.purged", "id": tool_id}, expect, sets)
+
+        await self.registry.commit(build)
+        return {"id": tool_id, "deleted": True}
+
+    # -- AI agents (AiAgentTool) ------------------------------------------------
+
+    async def link(self, agent_id: str, tool_id: str, linked: bool = True) -> Record:
+        def build(state: RegistryState) -> Append:
+            tool = get_tool(state, tool_id, trashed_ok=not linked)
+            present = tool_id in state.agents.get(agent_id, [])
+            if not linked and not present:
+                raise NotFound(f"tool {tool_id!r} is not linked to agent {agent_id!r}")
+            if linked and present:
+                raise Conflict(f"tool {tool_id!r} is already linked to agent {agent_id!r}",
+                               code="already_linked")
+            version = state.agent_versions.get(agent_id, 0)
+            return Append({"type": "agent.linked" if linked else "agent.unlinked",
+                           "agentId": agent_id, "toolId": tool_id},
+                          {f"agent:{agent_id}": str(version),
+                           f"tool:{tool_id}": str(tool["version"])},
+                          {f"agent:{agent_id}": str(version + 1)})
+
+        await self.registry.commit(build)
+        return await self.agent(agent_id)
+
+    async def agent(self, agent_id: str) -> dict[str, Any]:
+        await self.registry.catch_up()
+        return agent_cache(self.state, agent_id) or {"id": agent_id, "tools": []}
