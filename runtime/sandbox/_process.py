@@ -75,6 +75,10 @@ class WorkerProcess:
         self.contexts_created, outcomes = decode_response(body)
         return outcomes
 
+    @property
+    def alive(self) -> bool:
+        return self._proc.returncode is None
+
     async def _drain_stderr(self) -> None:
         stream = self._proc.stderr
         assert stream is not None
@@ -128,7 +132,9 @@ class ProcessExecutor:
 
     async def _current_worker(self) -> WorkerProcess:
         worker = self._worker
-        if worker is not None and worker.loop is not asyncio.get_running_loop():
+        if worker is not None and (
+            not worker.alive or worker.loop is not asyncio.get_running_loop()
+        ):
             self._discard_worker()
             worker = None
         if worker is None:
