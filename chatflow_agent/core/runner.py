@@ -12,7 +12,7 @@ from ..errors import MaxTurnsExceeded, ToolArgumentsError, ToolExecutionError
 from ..tools.execution import run_sync
 from .agent import Agent
 from .memory import SessionStore
-from .messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from .messages import Message, ToolCall, ToolResult, UserMessage
 
 logger = logging.getLogger("chatflow_agent.runner")
 
@@ -109,4 +109,4 @@ def _error_text(exc: ToolExecutionError) -> str:
     return str(cause) or type(cause).__name__
 
 
-__all__ = ["AssistantMessage", "RunResult", "Runner"]
+__all__ = ["RunResult", "Runner"]
