@@ -25,6 +25,7 @@ from faststream.redis import RedisBroker, StreamSub
 from redis.exceptions import RedisError, ResponseError
 
 from runtime.blocks.ai import register_media_and_ai
+from runtime.blocks.endpoint import CallEndpointExecutor
 from runtime.blocks.runner import BlockRunner
 from runtime.definitions import DefinitionCache
 from runtime.machine import Machine
@@ -81,6 +82,8 @@ class Worker:
                                   definitions=self.definitions, limits=self.machine.limits,
                                   script_timeout_ms=s.script_timeout_ms)
         register_media_and_ai(self.runner, self.store, s.media_config(), s.ai_config())
+        self.runner.register("callEndpoint",
+                             CallEndpointExecutor(self.http, self.store, self.machine.limits))
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions)
