@@ -5,7 +5,8 @@ changes the state and names what it touched (:data:`Ref`), so the projector
 rewrites only those projections. Unknown event types are ignored, so an older
 process can replay a newer log.
 
-Versions: every event that touches an entity bumps its ``version`` by one;
+Versions: every event that touches an entity bumps its ``version`` by one
+(and :data:`GRAPH_EVENTS` bump ``graph``);
 the log's append script keeps the same counters (``handlers.registry.log``),
 which is how two API processes detect that they raced.
 """
@@ -36,6 +37,10 @@ class RegistryState:
     agent_versions: dict[str, int] = field(default_factory=dict)
     published: dict[str, str] = field(default_factory=dict)  # publishedToolId -> toolId
     native_names: dict[str, str] = field(default_factory=dict)  # nativeName -> toolId
+    # Bumped by every event that changes what a publish may reference (publish, trash,
+    # restore, purge, deleting a server, endpoint or credential): publishes and those
+    # events check it, so a publish never races the removal of what it calls.
+    graph: int = 0
 
     # -- reading ------------------------------------------------------------------
 
@@ -74,10 +79,17 @@ class RegistryState:
     # -- folding ------------------------------------------------------------------
 
     def apply(self, event: Record) -> set[Ref]:
-        handler = _HANDLERS.get(str(event.get("type")))
+        kind = str(event.get("type"))
+        handler = _HANDLERS.get(kind)
         if handler is None:
             return set()
+        if kind in GRAPH_EVENTS:
+            self.graph += 1
         return handler(self, event)
+
+
+GRAPH_EVENTS = frozenset({"tool.published", "tool.trashed", "tool.restored", "tool.purged",
+                          "server.deleted", "endpoint.deleted", "credential.deleted"})
 
 
 def _uses_server(definition: Any, server_id: str, endpoint_id: str | None) -> bool:

@@ -1,0 +1,49 @@
+"""What every route needs: the registry's operations, built once per app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+from fastapi import Request
+
+from ..keys import Keys
+from ..redis_client import Client
+from ..registry import Registry
+from ..registry.crypto import SecretBox
+from ..registry.inline import InlineRunner
+from ..registry.servers import CredentialOps, ServerOps
+from ..registry.tools import ToolOps
+from ..settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    client: Client
+    keys: Keys
+    http: httpx.AsyncClient
+    registry: Registry
+    tools: ToolOps
+    servers: ServerOps
+    credentials: CredentialOps
+    inline: InlineRunner
+
+    @classmethod
+    def build(cls, settings: Settings, client: Client) -> Services:
+        keys = Keys(settings.prefix, settings.partitions)
+        http = httpx.AsyncClient(follow_redirects=False)
+        registry = Registry(client, keys, SecretBox(settings.encryption_key))
+        limits = settings.limits()
+        return cls(settings, client, keys, http, registry, ToolOps(registry),
+                   ServerOps(registry, http, limits), CredentialOps(registry),
+                   InlineRunner(settings, client, keys, http))
+
+    async def close(self) -> None:
+        self.inline.close()
+        await self.http.aclose()
+
+
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found

@@ -1,0 +1,150 @@
+"""``/tools``: the tool registry, the builder's test runs, and AI agent links."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.validation import parse_definition
+from schemas.definition import PublishedTool
+
+from ..registry.errors import Invalid
+from ..registry.inline import single_block_definition
+from ..registry.metrics import tool_metrics
+from ..registry.models import ToolCreate, ToolPatch, VersionIn
+from ..registry.tools import get_tool
+from .deps import Services, services
+
+router = APIRouter(tags=["tools"])
+Svc = Annotated[Services, Depends(services)]
+LIST_FIELDS = ("definition", "publishedTool")
+
+
+class TestFlow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    toolId: str | None = None
+    definition: dict[str, Any] | None = None
+    startBlockId: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    variables: dict[str, Any] = Field(default_factory=dict)
+
+
+class TestBlock(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: dict[str, Any]
+    variables: dict[str, Any] = Field(default_factory=dict)
+
+
+async def _views(svc: Services) -> list[dict[str, Any]]:
+    await svc.registry.catch_up()
+    raw = await svc.client.hgetall(svc.keys.registry_view("tools"))
+    views = [json.loads(v) for v in raw.values()]
+    return sorted(views, key=lambda v: (v.get("createdAt") or "", v["id"]))
+
+
+@router.get("/tools/native", summary="List native tools (kind=native)")
+async def list_native(svc: Svc) -> list[dict[str, Any]]:
+    return [{k: v for k, v in t.items() if k not in LIST_FIELDS}
+            for t in await _views(svc) if t["kind"] == "native" and not t.get("deletedAt")]
+
+
+@router.get("/tools", summary="List custom tools with status, metrics and AI flags")
+async def list_tools(svc: Svc, includeDeleted: bool = Query(False)) -> list[dict[str, Any]]:
+    tools = [t for t in await _views(svc) if t["kind"] == "custom"
+             and (includeDeleted or not t.get("deletedAt"))]
+    metrics = await tool_metrics(svc.client, svc.keys, [t["id"] for t in tools])
+    return [{**{k: v for k, v in t.items() if k not in LIST_FIELDS}, "metrics": metrics[t["id"]]}
+            for t in tools]
+
+
+@router.post("/tools", status_code=201, summary="Create a tool (empty unless given)")
+async def create_tool(svc: Svc, body: Annotated[ToolCreate | None, Body()] = None
+                      ) -> dict[str, Any]:
+    return await svc.tools.create(body or ToolCreate())
+
+
+@router.post("/tools/test-flow", summary="Run a tool from a chosen block; returns the trace")
+async def test_flow(svc: Svc, body: TestFlow) -> dict[str, Any]:
+    definition = body.definition
+    tool_id = body.toolId or "test"
+    name = ""
+    if definition is None:
+        if not body.toolId:
+            raise Invalid("give a toolId or a definition")
+        await svc.registry.catch_up()
+        tool = get_tool(svc.registry.state, body.toolId)
+        definition, name = tool.get("definition"), tool.get("name", "")
+    data = dict(definition or {})
+    if body.startBlockId:
+        data["onboardingBlockId"] = body.startBlockId
+    parsed, problems = parse_definition(data)
+    if parsed is None or problems:
+        raise Invalid("the definition cannot run", code="invalid_definition",
+                      problems=[f"definition.{p}" for p in problems])
+    published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
+    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables)
+    return run.body()
+
+
+@router.post("/tools/test-block", summary="Run one block alone (the builder's test panel)")
+async def test_block(svc: Svc, body: TestBlock) -> dict[str, Any]:
+    data = single_block_definition(body.block)
+    parsed, problems = parse_definition(data)
+    if parsed is None or problems:
+        prefix = f"blocks.{data['onboardingBlockId']}."
+        raise Invalid("the block cannot run", code="invalid_block",
+                      problems=[p.replace(prefix, "block.", 1) for p in problems])
+    published = PublishedTool(id="test-block", toolId="test-block", definition=parsed)
+    run = await svc.inline.run(published, inputs={}, variables=body.variables)
+    return run.body()
+
+
+@router.get("/tools/{tool_id}", summary="A tool and its published version (404 in the trash)")
+async def get_one(svc: Svc, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.view(tool_id)
+
+
+@router.patch("/tools/{tool_id}", summary="Save a draft (name, description, definition)")
+async def save_tool(svc: Svc, tool_id: str, body: ToolPatch) -> dict[str, Any]:
+    return await svc.tools.save(tool_id, body)
+
+
+@router.delete("/tools/{tool_id}", summary="Move a tool to the trash")
+async def trash_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.trash(tool_id)
+
+
+@router.post("/tools/{tool_id}/restore", summary="Restore a tool from the trash")
+async def restore_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.restore(tool_id)
+
+
+@router.delete("/tools/{tool_id}/permanent", summary="Delete for good (only from the trash)")
+async def purge_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.purge(tool_id)
+
+
+@router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
+async def publish_tool(svc: Svc, tool_id: str,
+                       body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
+    return await svc.tools.publish(tool_id, body.version if body else None)
+
+
+@router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")
+async def get_agent(svc: Svc, agent_id: str) -> dict[str, Any]:
+    return await svc.tools.agent(agent_id)
+
+
+@router.put("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+            summary="Link a tool to an agent (AiAgentTool)")
+async def link_tool(svc: Svc, agent_id: str, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.link(agent_id, tool_id)
+
+
+@router.delete("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+               summary="Unlink a tool from an agent")
+async def unlink_tool(svc: Svc, agent_id: str, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.link(agent_id, tool_id, linked=False)
