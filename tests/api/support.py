@@ -1,0 +1,147 @@
+"""Real servers on loopback for the API tests: the API itself (uvicorn) and an upstream
+API that integration endpoints call, which records every request it gets.
+
+uvicorn serves a socket bound before it starts, so a client can connect at once:
+the kernel queues the connection until uvicorn accepts it (no sleeps, no polling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from handlers.api import create_app
+from handlers.keys import Keys
+from handlers.redis_client import Client, make_client
+from handlers.settings import Settings
+from tests.harness import FAST
+
+ENCRYPTION_KEY = "5f" * 32
+INTERNAL_SECRET = "internal-secret-for-tests"
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
+                                           lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Upstream:
+    """The outside API: echoes what it got; ``/status/{code}`` answers that status."""
+
+    url: str = ""
+    requests: list[Seen] = field(default_factory=list)
+
+    def app(self) -> Starlette:
+        async def echo(request: Request) -> Response:
+            raw = await request.body()
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode()
+            raw_path = request.scope.get("raw_path") or request.url.path.encode()
+            seen = Seen(request.method, raw_path.decode(), dict(request.query_params),
+                        {k.lower(): v for k, v in request.headers.items()}, body)
+            self.requests.append(seen)
+            if request.url.path.startswith("/status/"):
+                code = int(request.url.path.rsplit("/", 1)[1])
+                return JSONResponse({"error": "as asked"}, status_code=code)
+            return JSONResponse({"method": seen.method, "path": seen.path, "query": seen.query,
+                                 "body": body, "auth": seen.headers.get("authorization")})
+
+        return Starlette(routes=[Route("/{path:path}", echo, methods=[
+            "GET", "POST", "PUT", "PATCH", "DELETE"])])
+
+
+@dataclass
+class Api:
+    http: httpx.AsyncClient
+    root: httpx.AsyncClient
+    settings: Settings
+    client: Client
+    keys: Keys
+
+    async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        response = await self.http.request(method, path, **kw)
+        assert response.status_code == status, (response.status_code, response.text)
+        return response.json()
+
+    async def fails(self, method: str, path: str, status: int, **kw: Any) -> dict[str, Any]:
+        response = await self.http.request(method, path, **kw)
+        assert response.status_code == status, (response.status_code, response.text)
+        body: dict[str, Any] = response.json()
+        assert body["message"]
+        return body
+
+    async def get_key(self, key: str) -> Any:
+        raw = await self.client.get(key)
+        return json.loads(raw) if raw is not None else None
+
+
+def api_settings(redis_url: str, prefix: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {**FAST, "encryption_key": ENCRYPTION_KEY,
+                              "internal_secret": INTERNAL_SECRET, **overrides}
+    return Settings(redis_url=redis_url, prefix=prefix, **values)
+
+
+@asynccontextmanager
+async def running_api(settings: Settings) -> AsyncIterator[Api]:
+    client = make_client(settings.redis_url or "")
+    async with serve(create_app(settings)) as url:
+        base = url + settings.api_base_path.rstrip("/")
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http, \
+                httpx.AsyncClient(base_url=url, timeout=30) as root:
+            # Answered only once the lifespan (registry start-up, rebuild) has finished.
+            (await http.get("/openapi.json")).raise_for_status()
+            yield Api(http, root, settings, client, Keys(settings.prefix, settings.partitions))
+    await client.aclose()
+
+
+@pytest.fixture
+async def api(redis_url: str, prefix: str) -> AsyncIterator[Api]:
+    """The HTTP API on a real loopback port, on a fresh key prefix."""
+    async with running_api(api_settings(redis_url, prefix)) as running:
+        yield running
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[Upstream]:
+    up = Upstream()
+    async with serve(up.app()) as url:
+        up.url = url
+        yield up
