@@ -27,6 +27,7 @@ class InternalExecute(BaseModel):
 
 
 def check_secret(expected: str | None, given: str | None) -> None:
+    """Constant-time comparison (hmac.compare_digest); 401 when missing or wrong."""
     if not expected:
         raise Forbidden("internal routes are disabled: CHATFLOW_INTERNAL_SECRET is not set",
                         code="internal_disabled")
@@ -34,10 +35,14 @@ def check_secret(expected: str | None, given: str | None) -> None:
         raise Forbidden("missing or wrong x-internal-secret header")
 
 
-@router.post("/internal/tools/execute", summary="Run a published tool with empty variables")
-async def execute(svc: Svc, body: InternalExecute,
-                  x_internal_secret: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+def require_secret(svc: Svc,
+                   x_internal_secret: Annotated[str | None, Header()] = None) -> None:
     check_secret(svc.settings.internal_secret, x_internal_secret)
+
+
+@router.post("/internal/tools/execute", summary="Run a published tool with empty variables",
+             dependencies=[Depends(require_secret)])
+async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
     raw = await svc.inline.store.get_tool(body.publishedToolId)
     parsed = svc.inline.definitions.parse(body.publishedToolId, raw)
     if raw is None:
