@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 
 from runtime.errors import ChatflowError
 
-from . import exec_cmd, publish_cmd, run_cmd, tail_cmd
+from . import (
+    api_cmd,
+    exec_cmd,
+    publish_cmd,
+    registry_cmd,
+    run_cmd,
+    servers_cmd,
+    tail_cmd,
+    tools_cmd,
+)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -16,7 +25,8 @@ Command = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatflow", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd):
+    for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd, api_cmd, registry_cmd,
+                   tools_cmd, servers_cmd):
         module.register(sub)
     return parser
 

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="where the embedded Valkey keeps its AOF (default .chatflow/valkey)")
     up.add_argument("--port", type=int, default=6379, help="embedded Valkey port (0: any free)")
     up.add_argument("--no-examples", action="store_true", help="do not publish examples/")
+    up.add_argument("--api-port", type=int, default=None,
+                    help="HTTP API port (default CHATFLOW_API_PORT, 8080)")
+    up.add_argument("--no-api", action="store_true", help="do not serve the HTTP API")
     up.set_defaults(handler=cmd_up)
 
     worker = sub.add_parser("worker", help="the stream workers, against REDIS_URL")
@@ -97,7 +100,12 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"published examples: {', '.join(names)}", file=sys.stderr)
         print(f"ready. try: REDIS_URL={url} chatflow exec --tool pt-greeting "
               f"--input name=Ana", file=sys.stderr)
-        asyncio.run(serve(settings, url))
+        if args.no_api:
+            asyncio.run(serve(settings, url))
+        else:
+            from .api_cmd import serve_with_worker
+
+            asyncio.run(serve_with_worker(settings, url, port=args.api_port))
     finally:
         if server is not None:
             server.stop()

@@ -1,0 +1,107 @@
+"""``chatflow registry rebuild``, and what the registry commands share (tools, servers)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from runtime.errors import ConfigurationError
+
+from ..registry import Invalid, Registry
+from ..registry.crypto import SecretBox
+from ..registry.servers import CredentialOps, ServerOps
+from ..registry.tools import ToolOps
+from .common import add_redis_flag, client_for, settings_from
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Ops:
+    registry: Registry
+    tools: ToolOps
+    servers: ServerOps
+    credentials: CredentialOps
+
+
+def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]]) -> int:
+    """Run one registry operation against REDIS_URL and print its result as JSON."""
+
+    async def go() -> Any:
+        settings = settings_from(args)
+        client, keys = client_for(settings)
+        http = httpx.AsyncClient(follow_redirects=False)
+        try:
+            registry = Registry(client, keys, SecretBox(settings.encryption_key))
+            ops = Ops(registry, ToolOps(registry), ServerOps(registry, http, settings.limits()),
+                      CredentialOps(registry))
+            return await action(ops)
+        finally:
+            await http.aclose()
+            await client.aclose()
+
+    result = asyncio.run(go())
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0
+
+
+def model(cls: type[M], data: dict[str, Any]) -> M:
+    """A request model from CLI flags; bad values become a clear error."""
+    try:
+        return cls.model_validate({k: v for k, v in data.items() if v is not None})
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise Invalid("invalid arguments", problems=problems) from exc
+
+
+def read_json(path: str | None) -> Any:
+    if path is None:
+        return None
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        return json.loads(text)
+    except OSError as exc:
+        raise ConfigurationError(f"{path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{path}: not JSON ({exc})") from exc
+
+
+def pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("registry", help="the tool registry's log and projections")
+    inner = p.add_subparsers(dest="registry_command", required=True)
+    rebuild = inner.add_parser("rebuild", help="replay the registry log into fresh projections "
+                                               "(tool caches, server caches, lists)")
+    add_redis_flag(rebuild)
+    rebuild.set_defaults(handler=cmd_rebuild)
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    async def rebuild(ops: Ops) -> dict[str, Any]:
+        events = await ops.registry.rebuild()
+        state = ops.registry.state
+        return {"events": events, "tools": len(state.tools),
+                "published": sum(1 for t in state.tools.values()
+                                 if t.get("publishedTool") and not t.get("deletedAt")),
+                "trashed": sum(1 for t in state.tools.values() if t.get("deletedAt")),
+                "servers": len(state.servers), "credentials": len(state.credentials)}
+
+    return run_ops(args, rebuild)
