@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from runtime.errors import ConfigurationError
 
+from ..logging import configure_logging
 from ..registry import Invalid, Registry
 from ..registry.crypto import SecretBox
 from ..registry.servers import CredentialOps, ServerOps
@@ -34,7 +35,9 @@ class Ops:
 
 
 def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]]) -> int:
-    """Run one registry operation against REDIS_URL and print its result as JSON."""
+    """Run one registry operation against REDIS_URL and print its result as JSON (stdout;
+    logs go to stderr)."""
+    configure_logging()
 
     async def go() -> Any:
         settings = settings_from(args)
