@@ -13,9 +13,10 @@ import structlog
 
 from handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY
+from tests.api.test_openapi_import import SPECS
 from tests.registry.defs import returning
 
-PETSTORE = Path(__file__).resolve().parents[3] / "shared" / "data" / "openapi" / "petstore.yaml"
+PETSTORE = next(p for p in SPECS if p.name == "petstore.yaml")
 
 
 @pytest.fixture
