@@ -16,6 +16,8 @@ import pytest
 from handlers.embedded import EmbeddedServer
 from tests.harness import Harness
 
+pytest_plugins = ["tests.httpserver"]
+
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
