@@ -22,6 +22,7 @@ from runtime.machine import Machine
 from runtime.state import RootInfo
 from schemas.wire import DeadLetter, ExecuteToolAction, ExecuteToolCommand, ToolError
 
+from . import metrics
 from .keys import COMMANDS_GROUP, Keys
 from .store import Commit, Publish, Store
 
@@ -97,6 +98,7 @@ class Intake:
         letter = DeadLetter(why, self.keys.commands, entry_id.decode(), deliveries,
                             raw.decode("utf-8", errors="replace"))
         log.warning("command dead-lettered", entry=entry_id.decode(), reason=why)
+        metrics.dead_letter("commands")
         stream = self.keys.dead_letters
         return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),
                        _enc.encode(letter))
@@ -125,4 +127,4 @@ class Intake:
             deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
             commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
                                   deadline=None if t.finishes_root else deadline))
-        await self.store.commit(commits)
+        metrics.observe_commits(commits, await self.store.commit(commits))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 COMMANDS_GROUP = "chatflow-workers"
 STEPS_GROUP = "chatflow-workers"
 RELAY_GROUP = "chatflow-relay"
+PROJECTION_GROUP = "core-tool-executions"  # seed: the core's group on stream:tool-executions
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,23 @@ class Keys:
 
     def events(self, n: int, exec_id: str) -> str:
         return f"{self._tag(n)}:events:{exec_id}"
+
+    # -- projections: every key of one tool carries the hash tag {ns:toolId} -----
+    def proj_log(self, tool_id: str, ns: str = "proj") -> str:
+        """Zset of executionIds by occurredAt ms: the tool's log, and the dedup set."""
+        return f"{self.prefix}{{{ns}:{tool_id}}}:log"
+
+    def proj_events(self, tool_id: str, ns: str = "proj") -> str:
+        """Hash executionId -> ToolExecutionStreamEvent JSON."""
+        return f"{self.prefix}{{{ns}:{tool_id}}}:events"
+
+    def proj_buckets(self, tool_id: str, ns: str = "proj") -> str:
+        """Hash of hourly counters: ``<hour>:n``, ``<hour>:ok``, ``<hour>:ms``."""
+        return f"{self.prefix}{{{ns}:{tool_id}}}:buckets"
+
+    def proj_tools(self, ns: str = "proj") -> str:
+        """Set of every toolId the projection has seen (deleted tools included)."""
+        return f"{self.prefix}{ns}:tools"
 
     def partition_of_exec(self, exec_id: str) -> int:
         """Execution ids start with their partition: ``3-<uuid>[.<n>...]``."""

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 import structlog
 
 from .redaction import redact_secrets
 
 
-def configure_logging(level: str | None = None, *, json: bool | None = None) -> None:
+def configure_logging(level: str | None = None, *, json: bool | None = None,
+                      stream: TextIO | None = None) -> None:
+    """JSON lines in production (``CHATFLOW_ENV=production``, ``CHATFLOW_LOG_FORMAT=json``, or
+    no terminal), console lines in development; secrets always pass ``redact_secrets``."""
     level = level or os.environ.get("CHATFLOW_LOG_LEVEL", "INFO")
     if json is None:
-        json = os.environ.get("CHATFLOW_LOG_FORMAT", "").lower() == "json" or not sys.stderr.isatty()
+        fmt = os.environ.get("CHATFLOW_LOG_FORMAT", "").lower()
+        env = os.environ.get("CHATFLOW_ENV", "").lower()
+        json = fmt == "json" or (fmt != "console" and (env in ("production", "prod")
+                                                      or not sys.stderr.isatty()))
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
     )
@@ -28,6 +37,20 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=stream is None,
     )
+
+
+@contextlib.contextmanager
+def bound_execution(state: Any) -> Iterator[None]:
+    """Bind an execution's command, execution, tool and contact ids to every log line inside."""
+    if state is None:
+        yield
+        return
+    with structlog.contextvars.bound_contextvars(
+        command_id=state.root.commandId, execution_id=state.execId, root_id=state.rootId,
+        tool_id=state.toolId, published_tool_id=state.publishedToolId,
+        contact_id=state.root.contactId,
+    ):
+        yield

@@ -21,6 +21,7 @@ from runtime.machine import Machine
 from runtime.state import step_decoder
 from schemas.wire import DeadLetter
 
+from . import metrics
 from .keys import Keys
 from .settings import Settings
 from .store import Commit, Publish, Store
@@ -60,6 +61,8 @@ class Recovery:
             t.expect = None  # the done guard alone decides: the answer must go out
             commits.append(Commit(partition, exec_id, t, None))
         verdicts = await self.store.commit(commits)
+        metrics.observe_commits(commits, verdicts)
+        metrics.reaper_action("deadline_timeout", sum(1 for v in verdicts if v == 1))
         self.reaped += sum(1 for v in verdicts if v == 1)
         return len(commits)
 
@@ -82,6 +85,7 @@ class Recovery:
             log.info("reclaimed pending entries", stream=stream, count=len(fresh))
             await process(fresh)
             self.reclaimed += len(fresh)
+            metrics.reaper_action(f"reclaimed_{kind}", len(fresh))
         for entry in poison:
             await self._poison(stream, group, partition, entry, counts[entry[0]], kind)
         return len(claimed)
@@ -98,6 +102,7 @@ class Recovery:
         log.error("poison entry dead-lettered", stream=stream, entry=entry_id.decode(),
                   deliveries=deliveries)
         self.dead_lettered += 1
+        metrics.dead_letter(kind)
         if kind == "steps":
             await self._abort_step_owner(partition, fields)
         await self.store.client.xack(stream, group, entry_id)
@@ -113,4 +118,5 @@ class Recovery:
         t = self.machine.abort(state, errors.internal_error("step kept failing; dead-lettered"),
                                int(time.time() * 1000))
         t.expect = None
-        await self.store.commit([Commit(partition, state.rootId, t, None)])
+        commits = [Commit(partition, state.rootId, t, None)]
+        metrics.observe_commits(commits, await self.store.commit(commits))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import structlog
 
+from . import metrics
 from .keys import RELAY_GROUP, Keys
 from .settings import Settings
 from .store import Publish, Store
@@ -49,3 +50,4 @@ class Relay:
             pipe.xdel(outbox, *ids)
             await pipe.execute()
         self.published += len(items)
+        metrics.relayed(fields.get(b"k", b"") for _id, fields in entries)

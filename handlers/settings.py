@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=5, ge=0)
     max_invocations: int = Field(default=50, ge=0)
     http_timeout_ms: int = Field(default=10_000, ge=1)
+    # Ops (docs/operations.md): projections, source-stream retention, metrics endpoint.
+    projections_enabled: bool = True
+    executions_retention_s: int = Field(default=14 * 86_400, ge=0)  # MINID trim; 0 keeps all
+    projection_log_retention_s: int = Field(default=90 * 86_400, ge=8 * 86_400)
+    metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
+    metrics_host: str = "0.0.0.0"
+    metrics_max_tools: int = Field(default=50, ge=1, le=10_000)
     # fetchMedia / callAI (runtime/blocks/media.py, ai.py)
     graph_base_url: str = "https://graph.facebook.com"
     graph_version: str = "v21.0"

@@ -24,6 +24,8 @@ from runtime.machine import Machine
 from runtime.outcome import SpawnChild
 from runtime.state import ExecState, StepMsg, Transition, step_decoder
 
+from . import metrics
+from .logging import bound_execution
 from .store import Commit, Store
 
 log = structlog.get_logger("chatflow.steps")
@@ -62,7 +64,7 @@ class StepProcessor:
         for (entry_id, msg), state, transition in zip(msgs, states, results, strict=True):
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
-        await self.store.commit(commits)
+        metrics.observe_commits(commits, await self.store.commit(commits))
         self.steps_done += len(entries)
 
     async def _ensure_definitions(self, partition: int, states: list[ExecState]) -> None:
@@ -74,6 +76,10 @@ class StepProcessor:
                 self.definitions.by_hash(digest, blob)
 
     async def _advance(self, msg: StepMsg, state: ExecState | None) -> Transition | None:
+        with bound_execution(state):  # command/execution/tool/contact ids on every log line
+            return await self._advance_bound(msg, state)
+
+    async def _advance_bound(self, msg: StepMsg, state: ExecState | None) -> Transition | None:
         """The transition for one step, or None when the entry is stale (ack only)."""
         if state is None or state.status == "done" or state.version != msg.v:
             return None

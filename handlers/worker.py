@@ -22,6 +22,7 @@ import structlog
 from faststream import Context
 from faststream.middlewares import AckPolicy
 from faststream.redis import RedisBroker, StreamSub
+from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis.exceptions import RedisError, ResponseError
 
 from runtime.blocks.ai import register_media_and_ai
@@ -31,8 +32,11 @@ from runtime.definitions import DefinitionCache
 from runtime.machine import Machine
 from runtime.sandbox import ScriptLimits, ScriptSandbox
 
+from . import metrics as prom
+from .health import HealthServer
 from .intake import Intake
-from .keys import COMMANDS_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .projections.execlog import ExecutionLog, trim_source
 from .recovery import Recovery
 from .redis_client import Client, make_client
 from .relay import Relay
@@ -52,7 +56,7 @@ def consumer_name() -> str:
 async def ensure_groups(client: Client, keys: Keys) -> None:
     """Create every consumer group at id 0 (FastStream would create them at ``$``,
     silently skipping whatever was published before the first worker started)."""
-    pairs = [(keys.commands, COMMANDS_GROUP)]
+    pairs = [(keys.commands, COMMANDS_GROUP), (keys.executions, PROJECTION_GROUP)]
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     for stream, group in pairs:
@@ -91,7 +95,13 @@ class Worker:
         self.intake.results_maxlen = s.results_maxlen
         self.relay = Relay(self.store, s)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer)
+        self.projection = ExecutionLog(self.client, self.keys,
+                                       log_retention_ms=s.projection_log_retention_s * 1000)
         self.broker = RedisBroker(self.url, logger=None) if not s.redis_cluster else _cluster_broker(self.url)
+        prom.configure(s.metrics_max_tools)
+        self.broker.add_middleware(RedisPrometheusMiddleware(registry=prom.REGISTRY,
+                                                             app_name="chatflow-worker"))
+        self.health: HealthServer | None = None
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(s.inflight_batches * (2 * s.partitions + 1))
         self._loops: list[asyncio.Task[None]] = []
@@ -121,6 +131,8 @@ class Worker:
         for n in range(self.keys.partitions):
             self._sub(self.keys.steps(n), STEPS_GROUP, _bind(self.steps.process, n))
             self._sub(self.keys.outbox(n), RELAY_GROUP, _bind(self.relay.process, n))
+        if self.settings.projections_enabled:
+            self._sub(self.keys.executions, PROJECTION_GROUP, self.projection.process)
 
     async def _guarded(self, process: Process, entries: list[Entry]) -> None:
         try:
@@ -160,6 +172,9 @@ class Worker:
                                         _bind(self.steps.process, n), "steps")
             await self.recovery.reclaim(k.outbox(n), RELAY_GROUP, n,
                                         _bind(self.relay.process, n), "outbox")
+        if self.settings.projections_enabled:
+            await self.recovery.reclaim(k.executions, PROJECTION_GROUP, -1,
+                                        self.projection.process, "projection")
 
     async def _reap_all(self) -> None:
         for n in range(self.keys.partitions):
@@ -174,10 +189,37 @@ class Worker:
         self._loops = [
             asyncio.create_task(self._every(s.claim_interval_ms, self._reclaim_all)),
             asyncio.create_task(self._every(s.reaper_interval_ms, self._reap_all)),
+            asyncio.create_task(self._every(60_000, self._trim_executions)),
         ]
+        if s.metrics_port:
+            self.health = await HealthServer(s.metrics_host, s.metrics_port, self.ready,
+                                             self._refresh_gauges).start()
+        prom.UP.set(1)
         log.info("worker started", consumer=self.consumer, partitions=s.partitions)
 
+    async def _trim_executions(self) -> None:
+        await trim_source(self.client, self.keys,
+                          retention_ms=self.settings.executions_retention_s * 1000)
+
+    async def _refresh_gauges(self) -> None:
+        await prom.refresh_streams(self.client, self.keys)
+
+    async def ready(self) -> tuple[bool, str]:
+        """Ready: Redis answers and every subscriber is running."""
+        try:
+            await self.client.ping()
+        except RedisError as exc:
+            return False, f"redis unreachable: {exc}"
+        subs = list(self.broker.subscribers)
+        stopped = [s for s in subs if not getattr(s, "running", False)]
+        if not subs or stopped or not self._loops:
+            return False, f"{len(stopped)} of {len(subs)} subscribers not running"
+        return True, f"ready: {len(subs)} subscribers"
+
     async def stop(self) -> None:
+        prom.UP.set(0)
+        if self.health is not None:
+            await self.health.stop()
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)

@@ -1,0 +1,228 @@
+"""Prometheus metrics of the runtime, and the few hooks the core calls.
+
+Every label set is bounded: tools are the first ``max_tools`` publishedToolIds a
+process sees (the rest are ``other``), block types and guardrail kinds come from
+fixed sets, and error codes must be snake_case and are capped as well.
+
+Exposition with several worker processes: every process keeps its own registry
+and serves it on its own port (``--metrics-port P`` gives process i port P+i),
+and Prometheus scrapes each process as a target. No multiprocess directory, no
+pid-file cleanup, and the XINFO gauges are read live at scrape time, which
+prometheus_client's multiprocess mode cannot do (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+
+from schemas.wire import LlmUsageEvent, ToolExecutionStreamEvent
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+
+BLOCK_TYPES = frozenset({"httpCall", "executeScript", "callEndpoint", "callTool", "fetchMedia",
+                         "callAI", "return"})
+GUARDRAILS = {"tool_timeout": "timeout", "tool_loop": "hops", "tool_cycle": "cycle",
+              "tool_depth_exceeded": "depth", "tool_invocations_exceeded": "invocations",
+              "render_too_large": "render_size", "http_response_too_large": "response_size"}
+_CODE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+OTHER = "other"
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class BoundedLabel:
+    """Admits the first ``cap`` distinct values (that ``allowed`` accepts); the rest are 'other'."""
+
+    def __init__(self, cap: int, allowed: re.Pattern[str] | None = None,
+                 seed: Iterable[str] = ()) -> None:
+        self.cap = cap
+        self.allowed = allowed
+        self._known: set[str] = set(seed)
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return OTHER
+        if value in self._known:
+            return value
+        if self.allowed is not None and not self.allowed.match(value):
+            return OTHER
+        with self._lock:
+            if len(self._known) >= self.cap:
+                return OTHER
+            self._known.add(value)
+        return value
+
+
+tool_label = BoundedLabel(50)
+code_label = BoundedLabel(100, _CODE, GUARDRAILS)
+
+EXECUTIONS = Counter("chatflow_tool_executions_total",
+                     "Tool executions (nested ones included) by tool and outcome",
+                     ["tool", "outcome"], registry=REGISTRY)
+EXECUTION_SECONDS = Histogram("chatflow_tool_execution_duration_seconds",
+                              "Tool execution duration by tool and outcome", ["tool", "outcome"],
+                              buckets=DURATION_BUCKETS, registry=REGISTRY)
+BLOCK_STEPS = Counter("chatflow_block_steps_total", "Blocks run, by block type and outcome",
+                      ["block_type", "outcome"], registry=REGISTRY)
+BLOCK_SECONDS = Histogram("chatflow_block_duration_seconds", "Block duration by block type",
+                          ["block_type"], buckets=DURATION_BUCKETS, registry=REGISTRY)
+ERRORS = Counter("chatflow_errors_total", "Tool failures by error code", ["code"],
+                 registry=REGISTRY)
+GUARDRAIL_TRIPS = Counter("chatflow_guardrail_trips_total", "Guardrails that ended a tool",
+                          ["kind"], registry=REGISTRY)
+RESULTS = Counter("chatflow_results_total", "Commands answered, by outcome", ["outcome"],
+                  registry=REGISTRY)
+REAPER = Counter("chatflow_reaper_actions_total",
+                 "Recovery actions: deadline timeouts, reclaimed entries, cancellations",
+                 ["action"], registry=REGISTRY)
+DEAD_LETTERS = Counter("chatflow_dead_letters_total", "Entries sent to stream:tool-dead-letters",
+                       ["source"], registry=REGISTRY)
+LLM_TOKENS = Counter("chatflow_llm_tokens_total", "LLM tokens used by callAI blocks",
+                     ["capability", "kind"], registry=REGISTRY)
+RELAYED = Counter("chatflow_relayed_messages_total", "Messages relayed to public streams",
+                  ["kind"], registry=REGISTRY)
+STALE = Counter("chatflow_commits_dropped_total",
+                "Transitions not committed: stale steps, trees already answered, duplicates",
+                ["reason"], registry=REGISTRY)
+STREAM_LAG = Gauge("chatflow_stream_lag", "Entries not yet delivered to a group (XINFO lag)",
+                   ["stream", "group"], registry=REGISTRY)
+STREAM_PENDING = Gauge("chatflow_stream_pending", "Entries delivered but not acked (XINFO)",
+                       ["stream", "group"], registry=REGISTRY)
+STREAM_READ = Gauge("chatflow_stream_entries_read", "Entries read by a group (XINFO entries-read)",
+                    ["stream", "group"], registry=REGISTRY)
+STREAM_LENGTH = Gauge("chatflow_stream_length", "Stream length (XLEN)", ["stream"],
+                      registry=REGISTRY)
+INFLIGHT = Gauge("chatflow_executions_in_flight", "Root executions with a pending deadline",
+                 registry=REGISTRY)
+UP = Gauge("chatflow_worker_up", "1 while this process's subscribers run", registry=REGISTRY)
+
+_exec = msgspec.json.Decoder(ToolExecutionStreamEvent)
+_usage = msgspec.json.Decoder(LlmUsageEvent)
+_result_ok = msgspec.json.Decoder(dict[str, Any])
+_DROPPED = {0: "already_answered", -1: "stale", 2: "duplicate_command"}
+
+
+def configure(max_tools: int) -> None:
+    tool_label.cap = max_tools
+
+
+def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
+    """Count what committed transitions did: runs, blocks, errors, guardrails, tokens.
+
+    Called after ``Store.commit`` with its verdicts; a dropped transition counts nothing.
+    """
+    for commit, verdict in zip(commits, verdicts, strict=False):
+        t = getattr(commit, "transition", None)
+        if t is None:
+            continue
+        if verdict != 1:
+            STALE.labels(_DROPPED.get(verdict, "other")).inc()
+            continue
+        try:
+            _observe_transition(t)
+        except (msgspec.DecodeError, ValueError, AttributeError):  # metrics never break a commit
+            continue
+
+
+def _observe_transition(t: Any) -> None:
+    for entry in t.log:
+        if entry.type == "block":
+            kind = entry.blockType if entry.blockType in BLOCK_TYPES else OTHER
+            BLOCK_STEPS.labels(kind, "ok" if entry.ok else "error").inc()
+            BLOCK_SECONDS.labels(kind).observe((entry.durationMs or 0) / 1000)
+        elif entry.type in ("finished", "aborted") and entry.error is not None:
+            code = code_label(entry.error.code)
+            ERRORS.labels(code).inc()
+            if entry.error.code in GUARDRAILS:
+                GUARDRAIL_TRIPS.labels(GUARDRAILS[entry.error.code]).inc()
+    for emit in t.emits:
+        if emit.kind == "execution":
+            event = _exec.decode(emit.data)
+            outcome = "success" if event.success else "failure"
+            tool = tool_label(event.publishedToolId)
+            EXECUTIONS.labels(tool, outcome).inc()
+            EXECUTION_SECONDS.labels(tool, outcome).observe(event.durationMs / 1000)
+        elif emit.kind == "llm_usage":
+            usage = _usage.decode(emit.data)
+            capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
+            LLM_TOKENS.labels(capability, "prompt").inc(usage.promptTokens)
+            LLM_TOKENS.labels(capability, "completion").inc(usage.completionTokens)
+        elif emit.kind == "result":
+            ok = _result_ok.decode(emit.data).get("ok")
+            RESULTS.labels("ok" if ok else "error").inc()
+
+
+def reaper_action(action: str, n: int = 1) -> None:
+    if n > 0:
+        REAPER.labels(action).inc(n)
+
+
+def dead_letter(source: str, n: int = 1) -> None:
+    if n > 0:
+        DEAD_LETTERS.labels(source).inc(n)
+
+
+def relayed(kinds: Iterable[bytes]) -> None:
+    for kind in kinds:
+        RELAYED.labels(kind.decode() if kind in (b"result", b"execution", b"debug",
+                                                  b"llm_usage") else OTHER).inc()
+
+
+def exposition() -> bytes:
+    return generate_latest(REGISTRY)
+
+
+async def refresh_streams(client: Any, keys: Any) -> None:
+    """Read XINFO GROUPS / XLEN of every stream the runtime consumes into the stream gauges.
+
+    Labels use the logical name (``steps:3``, not the prefixed key), so they stay bounded.
+    """
+    streams = [(keys.commands, "tool-commands"), (keys.executions, "tool-executions")]
+    for n in range(keys.partitions):
+        streams += [(keys.steps(n), f"steps:{n}"), (keys.outbox(n), f"outbox:{n}")]
+    async with client.pipeline(transaction=False) as pipe:
+        for key, _name in streams:
+            pipe.xinfo_groups(key)
+        for key in (keys.commands, keys.results, keys.executions, keys.dead_letters):
+            pipe.xlen(key)
+        for n in range(keys.partitions):
+            pipe.zcard(keys.deadlines(n))
+        replies = await pipe.execute(raise_on_error=False)
+    for (_key, name), groups in zip(streams, replies, strict=False):
+        if isinstance(groups, Exception):
+            continue  # the stream does not exist yet
+        for group in groups:
+            gname = _text(group.get("name"))
+            STREAM_PENDING.labels(name, gname).set(int(group.get("pending") or 0))
+            lag = group.get("lag")
+            if lag is not None:
+                STREAM_LAG.labels(name, gname).set(int(lag))
+            read = group.get("entries-read")
+            if read is not None:
+                STREAM_READ.labels(name, gname).set(int(read))
+    lengths = replies[len(streams):len(streams) + 4]
+    for name, length in zip(("tool-commands", "tool-results", "tool-executions",
+                             "tool-dead-letters"), lengths, strict=True):
+        if not isinstance(length, Exception):
+            STREAM_LENGTH.labels(name).set(int(length))
+    INFLIGHT.set(sum(int(x) for x in replies[len(streams) + 4:] if not isinstance(x, Exception)))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

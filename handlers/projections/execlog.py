@@ -1,0 +1,275 @@
+"""The execution log projection: ``stream:tool-executions`` -> per-tool log + hourly buckets.
+
+Per tool (hash tag ``{proj:<toolId>}``, so one Lua call updates all of them):
+
+* ``:log``     zset executionId -> occurredAt ms. ``ZADD NX`` is the dedup: an
+  event delivered twice (redelivery, reclaim, a rebuild over a live projection)
+  is counted once, in the same script as the counters.
+* ``:events``  hash executionId -> the event JSON (the audit row; nothing links it
+  to ``tool:{publishedToolId}``, so it survives the tool's deletion).
+* ``:buckets`` hash ``<hour>:n`` / ``<hour>:ok`` / ``<hour>:ms`` (hour = epoch ms // 3.6e6).
+
+Events older than the log retention are ignored (they would be pruned at once,
+and counting them again after their dedup entry was pruned would double them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+import structlog
+
+from schemas.wire import ToolExecutionStreamEvent
+
+from ..keys import PROJECTION_GROUP, Keys
+from ..redis_client import Client
+from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
+
+log = structlog.get_logger("chatflow.projections")
+Entry = tuple[bytes, dict[bytes, bytes]]
+_decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
+
+# KEYS: log zset, events hash, buckets hash
+# ARGV: dedup id, occurred ms, hour, ok (0/1), duration ms, event json,
+#       log floor ms, bucket floor hour
+_APPLY = """
+local occurred = tonumber(ARGV[2])
+if occurred < tonumber(ARGV[7]) then return -1 end
+if redis.call('ZADD', KEYS[1], 'NX', occurred, ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[6])
+local h = ARGV[3]
+local first = redis.call('HINCRBY', KEYS[3], h .. ':n', 1)
+redis.call('HINCRBY', KEYS[3], h .. ':ok', tonumber(ARGV[4]))
+redis.call('HINCRBY', KEYS[3], h .. ':ms', tonumber(ARGV[5]))
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 500)
+if #old > 0 then
+  redis.call('ZREM', KEYS[1], unpack(old))
+  redis.call('HDEL', KEYS[2], unpack(old))
+end
+if first == 1 then
+  local floor = tonumber(ARGV[8])
+  local stale = {}
+  for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
+    local hour = tonumber(string.match(f, '^(%d+):'))
+    if hour and hour < floor then stale[#stale + 1] = f end
+  end
+  if #stale > 0 then redis.call('HDEL', KEYS[3], unpack(stale)) end
+end
+return 1
+"""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    dedup: str
+    tool: str
+    occurred_ms: int
+    ok: bool
+    duration_ms: int
+    data: bytes
+
+
+def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
+    """One stream entry as a projection row; None when it is not a tool-execution event."""
+    raw = fields.get(b"data")
+    if raw is None:
+        return None
+    try:
+        event = _decode.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    entry_ms = int(entry_id.split(b"-", 1)[0])
+    try:
+        occurred = int(datetime.fromisoformat(event.occurredAt).timestamp() * 1000)
+    except ValueError:
+        occurred = entry_ms
+    # Events of this runtime carry executionId; an outside producer's (the seed's shape)
+    # may not, and then the stream entry id is the stable identity of a redelivery.
+    dedup = event.executionId or f"entry:{entry_id.decode()}"
+    tool = event.toolId or event.publishedToolId
+    return Parsed(dedup, tool, occurred, event.success, max(0, event.durationMs), raw)
+
+
+class ExecutionLog:
+    """Applies tool-execution events to the projection of namespace ``ns``."""
+
+    def __init__(self, client: Client, keys: Keys, *, ns: str = "proj",
+                 log_retention_ms: int = 90 * 86_400_000,
+                 clock: Callable[[], int] = now_ms) -> None:
+        self.client = client
+        self.keys = keys
+        self.ns = ns
+        self.log_retention_ms = log_retention_ms
+        self.clock = clock
+        self._apply = client.register_script(_APPLY)
+        self.applied = 0
+        self.duplicates = 0
+        self._progress: asyncio.Condition | None = None
+
+    async def apply(self, entries: list[Entry]) -> int:
+        """Apply entries (any order, any number of times); returns how many were new."""
+        rows = [p for p in (parse_entry(i, f) for i, f in entries) if p is not None]
+        if not rows:
+            return 0
+        now = self.clock()
+        log_floor = now - self.log_retention_ms
+        bucket_floor = now // HOUR_MS - WINDOW_HOURS - 24  # keep a day beyond the window
+        k, ns = self.keys, self.ns
+        async with self.client.pipeline(transaction=False) as pipe:
+            for r in rows:
+                await self._apply(
+                    keys=[k.proj_log(r.tool, ns), k.proj_events(r.tool, ns),
+                          k.proj_buckets(r.tool, ns)],
+                    args=[r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
+                          r.duration_ms, r.data, log_floor, bucket_floor],
+                    client=pipe)
+            for tool in {r.tool for r in rows}:
+                pipe.sadd(k.proj_tools(ns), tool)
+            verdicts = await pipe.execute()
+        new = sum(1 for v in verdicts[:len(rows)] if v == 1)
+        self.applied += new
+        self.duplicates += sum(1 for v in verdicts[:len(rows)] if v == 0)
+        return new
+
+    async def process(self, entries: list[Entry]) -> None:
+        """The consumer-group handler: apply, then ack (a crash in between redelivers: harmless)."""
+        await self.apply(entries)
+        ids = [entry_id for entry_id, _ in entries]
+        if ids:
+            await self.client.xack(self.keys.executions, PROJECTION_GROUP, *ids)
+        async with self._condition():
+            self._condition().notify_all()
+
+    def _condition(self) -> asyncio.Condition:
+        if self._progress is None:
+            self._progress = asyncio.Condition()
+        return self._progress
+
+    async def caught_up(self) -> bool:
+        """True when the group has been delivered every entry and acked them all."""
+        try:
+            info = await self.client.xinfo_stream(self.keys.executions)
+        except Exception:  # no stream yet: nothing to catch up with
+            return True
+        last = _s(info.get("last-generated-id"))
+        for group in await self.client.xinfo_groups(self.keys.executions):
+            if _s(group.get("name")) == PROJECTION_GROUP:
+                delivered = _s(group.get("last-delivered-id"))
+                return int(group.get("pending") or 0) == 0 and _id(delivered) >= _id(last)
+        return False
+
+    async def wait_caught_up(self, timeout_s: float = 30.0) -> None:
+        """Wait, without polling, until this process's consumer has caught up with the stream."""
+        cond = self._condition()
+        async with cond:
+            while not await self.caught_up():
+                await asyncio.wait_for(cond.wait(), timeout=timeout_s)
+
+
+async def ensure_group(client: Client, keys: Keys) -> None:
+    try:
+        await client.xgroup_create(keys.executions, PROJECTION_GROUP, id="0", mkstream=True)
+    except Exception as exc:  # BUSYGROUP: it exists already
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def drop(client: Client, keys: Keys, ns: str) -> int:
+    """Delete every key of namespace ``ns``; returns how many tools it held."""
+    tools = [t.decode() for t in await client.smembers(keys.proj_tools(ns))]
+    async with client.pipeline(transaction=False) as pipe:
+        for tool in tools:
+            pipe.delete(keys.proj_log(tool, ns), keys.proj_events(tool, ns),
+                        keys.proj_buckets(tool, ns))
+        pipe.delete(keys.proj_tools(ns))
+        await pipe.execute()
+    return len(tools)
+
+
+Progress = Callable[[int, int], None]
+
+
+async def rebuild(client: Client, keys: Keys, *, ns: str = "proj",
+                  log_retention_ms: int = 90 * 86_400_000, clock: Callable[[], int] = now_ms,
+                  progress: Progress | None = None, page: int = 500) -> int:
+    """Drop namespace ``ns`` and replay the whole source stream into it; returns events read.
+
+    Safe while live consumers write the same namespace: everything is deduplicated by
+    executionId, and the replay reads up to the stream's end, so an event is counted
+    by the replay, by the live consumer, or by both, once.
+    """
+    await drop(client, keys, ns)
+    projection = ExecutionLog(client, keys, ns=ns, log_retention_ms=log_retention_ms,
+                              clock=clock)
+    total = int(await client.xlen(keys.executions))
+    done = 0
+    cursor = "-"
+    while True:
+        batch = await client.xrange(keys.executions, min=cursor, max="+", count=page)
+        if not batch:
+            break
+        await projection.apply(batch)
+        done += len(batch)
+        if progress is not None:
+            progress(done, max(total, done))
+        last = batch[-1][0].decode()
+        cursor = "(" + last
+        if len(batch) < page:
+            break
+    return done
+
+
+async def snapshot(client: Client, keys: Keys, *, ns: str = "proj",
+                   now: Any = None) -> dict[str, Any]:
+    """Everything a reader sees of namespace ``ns``: per tool, its 7-day metrics and its log."""
+    tools = sorted(t.decode() for t in await client.smembers(keys.proj_tools(ns)))
+    metrics = await tool_metrics(client, keys, tools, to_ms(now), ns=ns)
+    out: dict[str, Any] = {}
+    for tool in tools:
+        entries = await client.zrange(keys.proj_log(tool, ns), 0, -1, withscores=True)
+        out[tool] = {"metrics": metrics[tool],
+                     "log": [(m.decode(), int(s)) for m, s in entries]}
+    return out
+
+
+async def trim_source(client: Client, keys: Keys, *, retention_ms: int,
+                      now: int | None = None) -> int:
+    """MINID-trim ``stream:tool-executions`` to ``retention_ms``, never past what the
+    projection group has yet to process (its last-delivered id and oldest pending entry)."""
+    if retention_ms <= 0:
+        return 0
+    floor = (now if now is not None else now_ms()) - retention_ms
+    for group in await client.xinfo_groups(keys.executions):
+        if _s(group.get("name")) != PROJECTION_GROUP:
+            continue
+        floor = min(floor, _id_ms(_s(group.get("last-delivered-id")) or "0-0"))
+        if int(group.get("pending") or 0):
+            pending = await client.xpending(keys.executions, PROJECTION_GROUP)
+            floor = min(floor, _id_ms(_s(pending.get("min")) or "0-0"))
+    if floor <= 0:
+        return 0
+    trimmed: int = await client.xtrim(keys.executions, minid=f"{floor}-0", approximate=False)
+    return trimmed
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms or 0), int(seq or 0)
+
+
+def _id_ms(entry_id: str) -> int:
+    return int(entry_id.split("-", 1)[0])

@@ -1,0 +1,80 @@
+"""Run the execution log projection on its own (``chatflow projections run``).
+
+The worker runs the same subscriber (handlers/worker.py); this process is for
+deployments that keep projections apart from tool execution. Same group, so
+both may run at once: entries are shared between them and deduplicated anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+from faststream import Context
+from faststream.middlewares import AckPolicy
+from faststream.redis import RedisBroker, StreamSub
+from redis.exceptions import RedisError
+
+from runtime.machine import Machine
+
+from ..keys import PROJECTION_GROUP, Keys
+from ..recovery import Recovery
+from ..redis_client import make_client
+from ..settings import Settings
+from ..store import Store
+from .execlog import ExecutionLog, ensure_group, trim_source
+
+log = structlog.get_logger("chatflow.projections")
+
+
+class ProjectionRunner:
+    def __init__(self, settings: Settings, url: str, consumer: str) -> None:
+        s = settings
+        self.settings = s
+        self.keys = Keys(s.prefix, s.partitions)
+        self.client = make_client(url, cluster=s.redis_cluster)
+        self.projection = ExecutionLog(self.client, self.keys,
+                                       log_retention_ms=s.projection_log_retention_s * 1000)
+        store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
+                      dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s)
+        self.recovery = Recovery(store, Machine(s.limits()), s, consumer)
+        self.broker = RedisBroker(url)
+        self._loop: asyncio.Task[None] | None = None
+
+        async def handle(_body: Any, message: Any = Context("message")) -> None:  # noqa: B008
+            raw = message.raw_message
+            await self.projection.process(list(zip(raw["message_ids"], raw["data"], strict=True)))
+
+        self.broker.subscriber(
+            stream=StreamSub(self.keys.executions, group=PROJECTION_GROUP, consumer=consumer,
+                             batch=True, max_records=s.batch_size, polling_interval=s.block_ms),
+            ack_policy=AckPolicy.MANUAL,
+        )(handle)
+
+    async def _maintain(self) -> None:
+        s = self.settings
+        ticks = 0
+        while True:
+            with contextlib.suppress(RedisError):
+                await self.recovery.reclaim(self.keys.executions, PROJECTION_GROUP, -1,
+                                            self.projection.process, "projection")
+                if ticks % 30 == 0:
+                    await trim_source(self.client, self.keys,
+                                      retention_ms=s.executions_retention_s * 1000)
+            ticks += 1
+            await asyncio.sleep(s.claim_interval_ms / 1000)
+
+    async def start(self) -> None:
+        await ensure_group(self.client, self.keys)
+        await self.broker.start()
+        self._loop = asyncio.create_task(self._maintain())
+        log.info("projection running", stream=self.keys.executions, group=PROJECTION_GROUP)
+
+    async def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+        await self.broker.stop()
+        await self.client.aclose()

@@ -1,0 +1,132 @@
+"""The execution log projection: idempotent, rebuildable, and exact at the 7-day window edges."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from handlers.keys import PROJECTION_GROUP
+from handlers.projections import ExecutionLog, rebuild, snapshot, tool_metrics, trim_source
+from handlers.projections.metrics import HOUR_MS
+from tests.harness import Harness
+from tests.ops.tools import returning, script_failing
+
+DAY_MS = 24 * HOUR_MS
+NOW = int(datetime(2025, 3, 10, 15, 30, tzinfo=UTC).timestamp() * 1000)
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+async def add_event(h: Harness, *, tool: str = "t-a", exec_id: str, at: int, ok: bool = True,
+                    ms: int = 100) -> bytes:
+    event = {"toolId": tool, "publishedToolId": f"p{tool}", "durationMs": ms, "success": ok,
+             "occurredAt": iso(at), "executionId": exec_id}
+    entry_id: bytes = await h.client.xadd(h.keys.executions, {"data": json.dumps(event)})
+    return entry_id
+
+
+async def test_an_event_delivered_twice_counts_once(bare: Harness) -> None:
+    projection = ExecutionLog(bare.client, bare.keys, clock=lambda: NOW)
+    await add_event(bare, exec_id="e1", at=NOW - 1000, ms=100)
+    await add_event(bare, exec_id="e2", at=NOW - 2000, ok=False, ms=300)
+    await add_event(bare, exec_id="e1", at=NOW - 1000, ms=100)  # a duplicate publication
+    entries = await bare.client.xrange(bare.keys.executions)
+    assert await projection.apply(entries) == 2
+    assert await projection.apply(entries) == 0  # a redelivery of the whole batch
+    metrics = await tool_metrics(bare.client, bare.keys, ["t-a"], NOW)
+    assert metrics == {"t-a": {"runs7d": 2, "avgMs": 200, "successRate": 0.5}}
+
+
+async def test_the_window_holds_the_168_hours_ending_with_the_current_one(bare: Harness) -> None:
+    projection = ExecutionLog(bare.client, bare.keys, clock=lambda: NOW)
+    hour_start = NOW - NOW % HOUR_MS
+    first_hour = hour_start - 167 * HOUR_MS
+    await add_event(bare, exec_id="oldest-in", at=first_hour, ms=10)
+    await add_event(bare, exec_id="newest-out", at=first_hour - 1, ms=1000)
+    await add_event(bare, exec_id="now", at=NOW, ms=30)
+    await projection.apply(await bare.client.xrange(bare.keys.executions))
+    inside = await tool_metrics(bare.client, bare.keys, ["t-a"], NOW)
+    assert inside["t-a"] == {"runs7d": 2, "avgMs": 20, "successRate": 1.0}
+    at_next_hour = await tool_metrics(bare.client, bare.keys, ["t-a"], hour_start + HOUR_MS)
+    assert at_next_hour["t-a"]["runs7d"] == 1
+    assert (await tool_metrics(bare.client, bare.keys, ["t-a"],
+                               NOW + 7 * DAY_MS))["t-a"]["runs7d"] == 0
+
+
+async def test_a_tool_that_never_ran_reads_as_zeros(bare: Harness) -> None:
+    metrics = await tool_metrics(bare.client, bare.keys, ["t-never"],
+                                 datetime.fromtimestamp(NOW / 1000, tz=UTC))
+    assert metrics == {"t-never": {"runs7d": 0, "avgMs": 0, "successRate": 0.0}}
+
+
+async def test_the_worker_projects_real_executions_and_a_rebuild_equals_it(
+        harness: Harness) -> None:
+    await harness.put_tool("pt-ok", returning("hi {{name}}"), tool_id="t-ok")
+    await harness.put_tool("pt-bad", script_failing(), tool_id="t-bad")
+    for name in ("ana", "bia", "caio"):
+        assert (await harness.run("pt-ok", inputs={"name": name})).ok
+    assert not (await harness.run("pt-bad")).ok
+    projection = harness.workers[0].projection
+    await projection.wait_caught_up()
+    live = await tool_metrics(harness.client, harness.keys, ["t-ok", "t-bad"])
+    assert live["t-ok"]["runs7d"] == 3 and live["t-ok"]["successRate"] == 1.0
+    assert live["t-bad"] == {"runs7d": 1, "avgMs": live["t-bad"]["avgMs"], "successRate": 0.0}
+    seen: list[tuple[int, int]] = []
+    assert await rebuild(harness.client, harness.keys, ns="scratch",
+                         progress=lambda done, total: seen.append((done, total))) == 4
+    assert seen[-1] == (4, 4)
+    assert await snapshot(harness.client, harness.keys, ns="scratch") == \
+        await snapshot(harness.client, harness.keys)
+
+
+async def test_a_rebuild_in_place_over_the_live_projection_changes_nothing(
+        harness: Harness) -> None:
+    await harness.put_tool("pt-ok", returning("x"), tool_id="t-ok")
+    for _ in range(3):
+        await harness.run("pt-ok")
+    await harness.workers[0].projection.wait_caught_up()
+    before = await snapshot(harness.client, harness.keys)
+    await rebuild(harness.client, harness.keys)
+    assert await snapshot(harness.client, harness.keys) == before
+
+
+async def test_the_log_survives_the_deletion_of_its_tool(harness: Harness) -> None:
+    await harness.put_tool("pt-gone", returning("bye"), tool_id="t-gone")
+    result = await harness.run("pt-gone")
+    await harness.workers[0].projection.wait_caught_up()
+    await harness.client.delete(harness.keys.tool("pt-gone"))
+    metrics = await tool_metrics(harness.client, harness.keys, ["t-gone"])
+    assert metrics["t-gone"]["runs7d"] == 1
+    events = await harness.client.hgetall(harness.keys.proj_events("t-gone"))
+    assert [json.loads(v)["executionId"] for v in events.values()] == [result.executionId]
+
+
+async def test_trimming_keeps_what_the_group_has_not_processed(bare: Harness) -> None:
+    client, keys = bare.client, bare.keys
+    await client.xgroup_create(keys.executions, PROJECTION_GROUP, id="0", mkstream=True)
+    await client.xadd(keys.executions, {"data": "{}"}, id=f"{NOW - 3 * DAY_MS}-0")
+    await client.xadd(keys.executions, {"data": "{}"}, id=f"{NOW - 2 * DAY_MS}-0")
+    await client.xadd(keys.executions, {"data": "{}"}, id=f"{NOW - 1000}-0")
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 0  # none read yet
+    await client.xreadgroup(PROJECTION_GROUP, "c", {keys.executions: ">"}, count=2)
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 0  # 2 pending
+    await client.xack(keys.executions, PROJECTION_GROUP, f"{NOW - 3 * DAY_MS}-0",
+                      f"{NOW - 2 * DAY_MS}-0")
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 1
+    assert await client.xlen(keys.executions) == 2
+
+
+async def test_a_rebuild_after_trimming_recovers_only_what_the_stream_still_holds(
+        bare: Harness) -> None:
+    clock = lambda: NOW  # noqa: E731
+    client, keys = bare.client, bare.keys
+    old = await add_event(bare, exec_id="old", at=NOW - 2 * DAY_MS)
+    await add_event(bare, exec_id="new", at=NOW - 1000)
+    await ExecutionLog(client, keys, clock=clock).apply(await client.xrange(keys.executions))
+    ms, seq = old.decode().split("-")
+    await client.xtrim(keys.executions, minid=f"{ms}-{int(seq) + 1}", approximate=False)
+    await rebuild(client, keys, ns="scratch", clock=clock)
+    assert (await tool_metrics(client, keys, ["t-a"], NOW))["t-a"]["runs7d"] == 2
+    assert (await tool_metrics(client, keys, ["t-a"], NOW, ns="scratch"))["t-a"]["runs7d"] == 1
