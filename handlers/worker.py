@@ -220,15 +220,24 @@ class Worker:
         prom.UP.set(0)
         if self.health is not None:
             await self.health.stop()
-        for loop in self._loops:
-            loop.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
+        await cancel_until_done(self._loops)
         await self.broker.stop()
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         await self.http.aclose()
         self.sandbox.close()
         await self.client.aclose()
+
+
+async def cancel_until_done(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel tasks and wait for them, cancelling again while any survives: on Python 3.11,
+    ``asyncio.wait_for`` (used inside redis-py) loses a cancellation that races with its
+    inner future, and a recovery loop would then run on and hang ``stop()``."""
+    while pending := [t for t in tasks if not t.done()]:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=0.05)
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _bind(fn: Callable[[int, list[Entry]], Awaitable[None]], n: int) -> Process:

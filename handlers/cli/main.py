@@ -10,11 +10,16 @@ from runtime.errors import ChatflowError
 
 from . import (
     api_cmd,
+    cancel_cmd,
     exec_cmd,
+    executions_cmd,
+    projections_cmd,
     publish_cmd,
     registry_cmd,
+    replay_cmd,
     run_cmd,
     servers_cmd,
+    stats_cmd,
     tail_cmd,
     tools_cmd,
 )
@@ -25,7 +30,8 @@ Command = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatflow", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd, api_cmd, registry_cmd,
+    for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd, stats_cmd, executions_cmd,
+                   cancel_cmd, replay_cmd, projections_cmd, api_cmd, registry_cmd,
                    tools_cmd, servers_cmd):
         module.register(sub)
     return parser

@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--api-port", type=int, default=None,
                     help="HTTP API port (default CHATFLOW_API_PORT, 8080)")
     up.add_argument("--no-api", action="store_true", help="do not serve the HTTP API")
+    up.add_argument("--metrics-port", type=int, default=None,
+                    help="serve /metrics and /health/* here (default CHATFLOW_METRICS_PORT; 0 off)")
     up.set_defaults(handler=cmd_up)
 
     worker = sub.add_parser("worker", help="the stream workers, against REDIS_URL")
@@ -39,6 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker.add_argument("--processes", type=int, default=1, help="worker processes to run")
     worker.add_argument("--concurrency", type=int, default=None,
                         help="in-flight batches per subscriber (default CHATFLOW_INFLIGHT_BATCHES)")
+    worker.add_argument("--metrics-port", type=int, default=None,
+                        help="serve /metrics and /health/* (process i of --processes uses port+i)")
     worker.set_defaults(handler=cmd_worker)
 
 
@@ -55,9 +59,18 @@ async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None)
         await worker.stop()
 
 
-def _worker_process(settings_json: str, url: str) -> None:
+def _worker_process(settings_json: str, url: str, index: int = 0) -> None:
     configure_logging()
-    asyncio.run(serve(Settings.model_validate_json(settings_json), url))
+    settings = Settings.model_validate_json(settings_json)
+    if settings.metrics_port:  # one exposition per process: see handlers/metrics.py
+        settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
+    asyncio.run(serve(settings, url))
+
+
+def _with_metrics_port(settings: Settings, args: argparse.Namespace) -> Settings:
+    if args.metrics_port is None:
+        return settings
+    return settings.model_copy(update={"metrics_port": args.metrics_port})
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -65,13 +78,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.concurrency:
         settings = settings.model_copy(update={"inflight_batches": args.concurrency})
+    settings = _with_metrics_port(settings, args)
     url = require_url(settings)
     if args.processes <= 1:
         asyncio.run(serve(settings, url))
         return 0
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker_process, args=(settings.model_dump_json(), url))
-             for _ in range(args.processes)]
+    procs = [ctx.Process(target=_worker_process, args=(settings.model_dump_json(), url, i))
+             for i in range(args.processes)]
     for p in procs:
         p.start()
     try:
@@ -85,7 +99,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     configure_logging()
-    settings = settings_from(args)
+    settings = _with_metrics_port(settings_from(args), args)
     server = None
     url = settings.redis_url
     if not url:

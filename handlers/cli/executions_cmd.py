@@ -1,0 +1,114 @@
+"""``chatflow executions``: the executions in flight, with tool, current block, age and deadline.
+
+Roots in flight are the members of every partition's ``{cf:N}:deadlines`` zset;
+a waiting parent's active child is ``<parent>.<version - 1>`` (runtime/machine.py
+``spawn``), so the chain is followed down to the block that runs now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass
+
+from runtime.state import ExecState
+
+from ..keys import Keys
+from ..redis_client import Client
+from ..settings import Settings
+from ..store import Store
+from .common import add_redis_flag, client_for, settings_from
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    executionId: str
+    activeExecutionId: str
+    commandId: str
+    contactId: str
+    tool: str
+    toolId: str
+    block: str
+    depth: int
+    status: str
+    ageMs: int
+    deadlineInMs: int
+
+
+def store_for(client: Client, keys: Keys, settings: Settings | None = None) -> Store:
+    s = settings or Settings()
+    return Store(client, keys, state_ttl_s=s.state_ttl_s, dedup_ttl_s=s.dedup_ttl_s,
+                 marker_ttl_s=s.marker_ttl_s)
+
+
+async def active_leaf(store: Store, partition: int, root: ExecState) -> ExecState:
+    """Follow a waiting execution down its callTool chain to the one that runs now."""
+    state = root
+    for _ in range(64):  # deeper than any allowed tree
+        if state.status != "waiting":
+            break
+        (child,) = await store.load_states([(partition, f"{state.execId}.{state.version - 1}")])
+        if child is None or child.status == "done":
+            break
+        state = child
+    return state
+
+
+async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> list[InFlight]:
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    store = store_for(client, keys)
+    async with client.pipeline(transaction=False) as pipe:
+        for n in range(keys.partitions):
+            pipe.zrange(keys.deadlines(n), 0, -1, withscores=True)
+        per_partition = await pipe.execute()
+    refs = [(n, member.decode(), int(score))
+            for n, members in enumerate(per_partition) for member, score in members]
+    states = await store.load_states([(n, exec_id) for n, exec_id, _ in refs])
+    rows: list[InFlight] = []
+    for (n, exec_id, deadline), state in zip(refs, states, strict=True):
+        if state is None or state.status == "done":
+            continue
+        leaf = await active_leaf(store, n, state)
+        rows.append(InFlight(exec_id, leaf.execId, state.root.commandId, state.root.contactId,
+                             leaf.publishedToolId, leaf.toolId, leaf.block, leaf.depth,
+                             leaf.status, max(0, now - state.startedMs), deadline - now))
+    rows.sort(key=lambda r: -r.ageMs)
+    return rows
+
+
+def render(rows: list[InFlight]) -> str:
+    if not rows:
+        return "no executions in flight"
+    head = ("EXECUTION", "TOOL", "BLOCK", "DEPTH", "AGE", "DEADLINE IN", "CONTACT")
+    body = [(r.executionId, r.tool, r.block or "-", str(r.depth), f"{r.ageMs / 1000:.1f}s",
+             f"{r.deadlineInMs / 1000:.1f}s", r.contactId) for r in rows]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [head, *body])
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("executions", help="list the executions in flight")
+    add_redis_flag(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(handler=cmd_executions)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    client, keys = client_for(settings_from(args))
+    try:
+        rows = await in_flight(client, keys)
+    finally:
+        await client.aclose()
+    if args.json:
+        for r in rows:
+            print(json.dumps(asdict(r), ensure_ascii=False))
+    else:
+        print(render(rows))
+    return 0
+
+
+def cmd_executions(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))

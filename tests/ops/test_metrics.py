@@ -1,0 +1,87 @@
+"""The worker's /metrics, /health/live and /health/ready, after real executions."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from handlers.embedded import free_port
+from handlers.worker import Worker
+from tests.harness import Harness
+from tests.ops.tools import looping, returning, script_failing
+
+
+def families(text: str) -> dict[str, list[tuple[str, dict[str, str], float]]]:
+    return {f.name: [(s.name, s.labels, s.value) for s in f.samples]
+            for f in text_string_to_metric_families(text)}
+
+
+def value(fams: dict[str, list[tuple[str, dict[str, str], float]]], sample: str,
+          **labels: str) -> float:
+    family = sample.removesuffix("_total").removesuffix("_count").removesuffix("_bucket")
+    return sum(v for name, lbl, v in fams.get(family, [])
+               if name == sample and all(lbl.get(k) == x for k, x in labels.items()))
+
+
+async def test_the_metrics_endpoint_shows_executions_blocks_errors_and_streams(
+        bare: Harness) -> None:
+    port = free_port()
+    await bare.start_worker(metrics_port=port, metrics_host="127.0.0.1", max_hops=3)
+    await bare.put_tool("pt-m-ok", returning("hi"))
+    await bare.put_tool("pt-m-bad", script_failing())
+    await bare.put_tool("pt-m-loop", looping())
+    assert (await bare.run("pt-m-ok")).ok
+    assert (await bare.run("pt-m-bad")).error is not None
+    loop = await bare.run("pt-m-loop")
+    assert loop.error is not None and loop.error.code == "tool_loop"
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        scrape = await http.get("/metrics")
+        live = await http.get("/health/live")
+        ready = await http.get("/health/ready")
+    assert scrape.status_code == 200 and live.status_code == 200 and ready.status_code == 200
+    fams = families(scrape.text)
+    assert value(fams, "chatflow_tool_executions_total", tool="pt-m-ok", outcome="success") >= 1
+    assert value(fams, "chatflow_tool_executions_total", tool="pt-m-bad", outcome="failure") >= 1
+    assert value(fams, "chatflow_tool_execution_duration_seconds_count", tool="pt-m-ok") >= 1
+    assert value(fams, "chatflow_block_steps_total", block_type="executeScript",
+                 outcome="error") >= 1
+    assert value(fams, "chatflow_block_duration_seconds_count", block_type="return") >= 1
+    assert value(fams, "chatflow_errors_total", code="tool_loop") >= 1
+    assert value(fams, "chatflow_guardrail_trips_total", kind="hops") >= 1
+    assert value(fams, "chatflow_results_total", outcome="ok") >= 1
+    assert any(lbl == {"stream": "tool-commands", "group": "chatflow-workers"}
+               for _n, lbl, _v in fams["chatflow_stream_pending"])
+    assert any(lbl.get("group") == "core-tool-executions" for _n, lbl, _v in
+               fams["chatflow_stream_lag"])
+    assert "faststream_received_messages" in fams
+    for name in ("chatflow_reaper_actions", "chatflow_dead_letters", "chatflow_llm_tokens",
+                 "chatflow_worker_up", "chatflow_executions_in_flight", "chatflow_relayed_messages"):
+        assert name in fams
+
+
+async def test_a_worker_whose_redis_does_not_answer_is_not_ready(bare: Harness) -> None:
+    worker = Worker(bare.settings, f"redis://127.0.0.1:{free_port()}/0")
+    ready, why = await worker.ready()
+    assert not ready and "redis unreachable" in why
+    await worker.client.aclose()
+    await worker.http.aclose()
+    worker.sandbox.close()
+
+
+async def test_a_worker_whose_subscribers_have_not_started_is_not_ready(bare: Harness) -> None:
+    worker = Worker(bare.settings, bare.url)
+    ready, why = await worker.ready()
+    assert not ready and "not running" in why
+    await worker.client.aclose()
+    await worker.http.aclose()
+    worker.sandbox.close()
+
+
+async def test_an_unknown_path_is_not_found_and_only_get_is_served(bare: Harness) -> None:
+    port = free_port()
+    await bare.start_worker(metrics_port=port, metrics_host="127.0.0.1")
+    await bare.put_tool("pt-m-warm", returning("x"))
+    assert (await bare.run("pt-m-warm")).ok
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        assert (await http.get("/nope")).status_code == 404
+        assert (await http.post("/metrics")).status_code == 405
