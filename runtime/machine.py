@@ -89,7 +89,8 @@ class Machine:
         state.block = published.definition.onboardingBlockId
         t.definitions[def_hash] = def_bytes
         t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
-                              detail={"publishedToolId": pt, "inputs": inputs}))
+                              detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
+                                      "variables": state.variables, "context": context}))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------
@@ -161,7 +162,8 @@ class Machine:
         t.log.append(LogEntry("spawned", state.execId, now, blockId=block.id, child=child_id))
         t.log.append(LogEntry("started", child_id, now, blockId=child.block,
                               detail={"publishedToolId": child.publishedToolId,
-                                      "parent": state.execId, "inputs": req.inputs}))
+                                      "parent": state.execId, "inputs": req.inputs,
+                                      "defHash": req.def_hash, "variables": child.variables}))
         if not definition.onboardingBlockId:
             return self._finish(child, "", errors.tool_not_published(block.publishedToolId), now, t)
         return self._continue(child, t)
@@ -219,7 +221,8 @@ class Machine:
                   t: Transition) -> Transition:
         target, matched = pick_target(block.outputConditions, block.defaultOutput,
                                       state.variables, state.context)
-        self._log_block(state, block, outcome, matched, t, now)
+        nxt = target.blockId if target.type == "block" else f"@{target.type}"
+        self._log_block(state, block, outcome, matched, t, now, nxt)
         if target.type != "block":
             return self._finish(state, "", None, now, t)
         state.block = target.blockId or ""
@@ -227,13 +230,14 @@ class Machine:
         return self._continue(state, t)
 
     def _log_block(self, state: ExecState, block: Block, outcome: BlockOutcome,
-                   matched: str | None, t: Transition, now: int) -> None:
+                   matched: str | None, t: Transition, now: int, nxt: str | None = None) -> None:
         error = outcome.error
         t.log.append(LogEntry(
             "block", state.execId, now, blockId=block.id, blockType=block.type,
             durationMs=outcome.duration_ms, ok=error is None,
-            error=_err(error) if error else None, matchedConditionId=matched,
-            detail={k: v for k, v in outcome.debug.items() if k != "result"} or None))
+            error=_err(error) if error else None, matchedConditionId=matched, next=nxt,
+            detail={k: v for k, v in outcome.debug.items() if k != "result"} or None,
+            writes=dict(outcome.writes) or None))
         if state.debug:
             t.emits.append(block_debug(state, block.id, block.type, outcome.debug,
                                        error.message if error else None, matched,

@@ -107,6 +107,9 @@ class LogEntry(msgspec.Struct, frozen=True, omit_defaults=True):
     child: str | None = None
     result: str | None = None
     detail: dict[str, Any] | None = None
+    # Replay (runtime/replay.py): the variables a block wrote; ``next`` above is the block
+    # navigation chose (``@<type>`` for a target that ends the tool).
+    writes: dict[str, Any] | None = None
 
 
 class Transition(msgspec.Struct):
