@@ -55,7 +55,8 @@ async def test_the_metrics_endpoint_shows_executions_blocks_errors_and_streams(
                fams["chatflow_stream_lag"])
     assert "faststream_received_messages" in fams
     for name in ("chatflow_reaper_actions", "chatflow_dead_letters", "chatflow_llm_tokens",
-                 "chatflow_worker_up", "chatflow_executions_in_flight", "chatflow_relayed_messages"):
+                 "chatflow_worker_up", "chatflow_executions_in_flight",
+                 "chatflow_relayed_messages"):
         assert name in fams
 
 
