@@ -21,23 +21,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def render_event(event: dict[str, Any]) -> str:
+    """One line per debug event: time, nesting (indentation), status, block, duration, and
+    what navigation matched; a nested tool's blocks name their tool."""
     payload = event.get("payload", {})
     at = str(event.get("occurredAt", ""))[11:23]
     kind = event.get("actionType", "")
     if event.get("type") == "action_start":
-        return f"{at} ▶ {payload.get('publishedToolId')} inputs={json.dumps(payload.get('inputs'), ensure_ascii=False)}"
+        inputs = json.dumps(payload.get("inputs"), ensure_ascii=False)
+        return f"{at} ▶ {payload.get('publishedToolId')} inputs={inputs}"
     if kind == "executeTool":
         if "error" in payload:
             return f"{at} ✖ {payload['error'].get('code')}: {payload['error'].get('message')}"
         return f"{at} ■ result={json.dumps(payload.get('result'), ensure_ascii=False)}"
-    pad = "  " * (int(payload.get("depth", 0)) + 1)
-    status = "✖" if payload.get("error") else "✓"
+    depth = int(payload.get("depth", 0))
+    pad = "  " * (depth + 1) + ("└ " if depth else "")
+    status = "✖ error" if payload.get("error") else "✓ ok   "
     parts = [f"{at} {pad}{status} {payload.get('blockId')} [{payload.get('blockType')}]",
              f"{payload.get('durationMs', 0)}ms"]
+    if depth:
+        parts.append(f"({payload.get('publishedToolId')}, depth {depth})")
     if payload.get("method"):
         parts.append(f"{payload['method']} {payload.get('url')} → {payload.get('status', '-')}")
     if payload.get("matchedConditionId"):
-        parts.append(f"matched={payload['matchedConditionId']}")
+        parts.append(f"→ matched {payload['matchedConditionId']}")
+    elif payload.get("blockType") != "return" and not payload.get("error"):
+        parts.append("→ default")
     if payload.get("error"):
         parts.append(f"error={payload['error']}")
     return " ".join(parts)
