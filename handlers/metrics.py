@@ -226,3 +226,10 @@ async def refresh_streams(client: Any, keys: Any) -> None:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def asgi_app() -> Any:
+    """``/metrics`` for an ASGI app (the API): ``app.mount("/metrics", metrics.asgi_app())``."""
+    from prometheus_client import make_asgi_app
+
+    return make_asgi_app(registry=REGISTRY)
