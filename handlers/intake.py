@@ -20,6 +20,7 @@ from runtime.errors import ToolFailure
 from runtime.events import tool_result
 from runtime.machine import Machine
 from runtime.state import RootInfo
+from schemas.definition import ToolDefinition
 from schemas.wire import DeadLetter, ExecuteToolAction, ExecuteToolCommand, ToolError
 
 from . import metrics
@@ -46,7 +47,7 @@ class Intake:
         self.clock = clock
         self.results_maxlen = 0
 
-    async def process(self, entries: list[Entry], deliveries: dict[bytes, int] | None = None) -> None:
+    async def process(self, entries: list[Entry]) -> None:
         commands: list[tuple[bytes, ExecuteToolCommand]] = []
         rejects: list[Publish] = []
         for entry_id, fields in entries:
@@ -103,12 +104,16 @@ class Intake:
         return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),
                        _enc.encode(letter))
 
+    def _definition(self, digest: str) -> ToolDefinition | None:
+        published = self.definitions.get(digest)
+        return published.definition if published else None
+
     async def _start(self, commands: list[tuple[bytes, ExecuteToolCommand]]) -> None:
         if not commands:
             return
         pts = [c.action.publishedToolId for _, c in commands]
-        raws = await self.store.get_tools(pts)
-        flags = await self.store.debug_flags([c.context.contactId for _, c in commands])
+        raws, flags = await self.store.tools_and_flags(
+            pts, [c.context.contactId for _, c in commands])
         commits: list[Commit] = []
         for (_, cmd), raw, flag in zip(commands, raws, flags, strict=True):
             partition = self.keys.partition_of(cmd.commandId)
@@ -124,6 +129,7 @@ class Intake:
                 t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
                                        partition=partition, now=now,
                                        debug=cmd.context.debug or flag)
+            t = self.machine.settle(t, self._definition, now)
             deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
             commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
                                   deadline=None if t.finishes_root else deadline))

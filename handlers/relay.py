@@ -27,14 +27,7 @@ class Relay:
         self.published = 0
 
     def target(self, kind: bytes, key: bytes) -> tuple[str, int]:
-        s = self.settings
-        if kind == b"result":
-            return (key.decode() or self.keys.results), s.results_maxlen
-        if kind == b"execution":
-            return self.keys.executions, s.executions_maxlen
-        if kind == b"debug":
-            return self.keys.debug(key.decode()), s.debug_maxlen
-        return self.keys.llm_usage, 0
+        return self.store.targets.resolve(kind.decode(), key.decode())
 
     async def process(self, partition: int, entries: list[Entry]) -> None:
         items: list[Publish] = []

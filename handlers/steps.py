@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -23,6 +24,7 @@ from runtime.errors import ToolFailure
 from runtime.machine import Machine
 from runtime.outcome import SpawnChild
 from runtime.state import ExecState, StepMsg, Transition, step_decoder
+from schemas.definition import ToolDefinition
 
 from . import metrics
 from .logging import bound_execution
@@ -35,6 +37,14 @@ Entry = tuple[bytes, dict[bytes, bytes]]
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class Pending:
+    """A block that must talk to the outside world before its transition is known."""
+
+    state: ExecState
+    block: Any
 
 
 class StepProcessor:
@@ -57,15 +67,32 @@ class StepProcessor:
                 # Only the runtime writes step entries; a bad one is dropped, loudly.
                 log.error("step entry undecodable; dropped", entry=entry_id, partition=partition)
                 commits.append(Commit(partition, "", None, entry_id))
-        states = await self.store.load_states([(partition, m.e) for _, m in msgs])
+        states = await self.store.load_states(
+            [(partition, m.e) for _, m in msgs],
+            known=[m.s if m.s is not None and m.s.version == m.v else None for _, m in msgs])
         await self._ensure_definitions(partition, [s for s in states if s is not None])
-        results = await asyncio.gather(*(self._advance(m, s) for (_, m), s in zip(msgs, states,
-                                                                                  strict=True)))
+        # Decide synchronously what needs no I/O (returns, resumes, guardrails); only
+        # blocks that talk to the outside run as concurrent tasks.
+        results: list[Transition | Pending | None] = [
+            self._decide(m, s) for (_, m), s in zip(msgs, states, strict=True)]
+        pending = [i for i, r in enumerate(results) if isinstance(r, Pending)]
+        if pending:
+            done = await asyncio.gather(*(self._run_bound(results[i]) for i in pending))
+            for i, transition in zip(pending, done, strict=True):
+                results[i] = transition
+        now = self.clock()
         for (entry_id, msg), state, transition in zip(msgs, states, results, strict=True):
+            assert not isinstance(transition, Pending)
+            if transition is not None:
+                transition = self.machine.settle(transition, self._definition, now)
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
         self.steps_done += len(entries)
+
+    def _definition(self, digest: str) -> ToolDefinition | None:
+        published = self.definitions.get(digest)
+        return published.definition if published else None
 
     async def _ensure_definitions(self, partition: int, states: list[ExecState]) -> None:
         missing = sorted({s.defHash for s in states
@@ -75,12 +102,28 @@ class StepProcessor:
             if blob is not None:
                 self.definitions.by_hash(digest, blob)
 
-    async def _advance(self, msg: StepMsg, state: ExecState | None) -> Transition | None:
+    def _decide(self, msg: StepMsg, state: ExecState | None) -> Transition | Pending | None:
         with bound_execution(state):  # command/execution/tool/contact ids on every log line
-            return await self._advance_bound(msg, state)
+            return self._decide_bound(msg, state)
 
-    async def _advance_bound(self, msg: StepMsg, state: ExecState | None) -> Transition | None:
-        """The transition for one step, or None when the entry is stale (ack only)."""
+    async def _run_bound(self, item: Any) -> Transition:
+        with bound_execution(item.state):
+            try:
+                return await self._run_block(item.state, item.block)
+            except Exception as exc:
+                return self._crashed(item.state, exc)
+
+    def _crashed(self, state: ExecState, exc: Exception) -> Transition:
+        if isinstance(exc, ToolFailure):
+            return self.machine.abort(state, exc, self.clock())
+        if isinstance(exc, RedisError):
+            raise exc  # left pending: the entry is reclaimed and retried
+        # A bug must still end the tree with exactly one answer.
+        log.error("step crashed; execution aborted", exec_id=state.execId, exc_info=exc)
+        return self.machine.abort(state, errors.internal_error(type(exc).__name__), self.clock())
+
+    def _decide_bound(self, msg: StepMsg, state: ExecState | None) -> Transition | Pending | None:
+        """The transition for one step, a block to run, or None when the entry is stale."""
         if state is None or state.status == "done" or state.version != msg.v:
             return None
         published = self.definitions.get(state.defHash)
@@ -98,15 +141,9 @@ class StepProcessor:
             planned = self.machine.plan(state, definition, self.clock())
             if isinstance(planned, Transition):
                 return planned
-            return await self._run_block(state, planned)
-        except ToolFailure as failure:
-            return self.machine.abort(state, failure, self.clock())
-        except RedisError:
-            raise  # left pending: the entry is reclaimed and retried
-        except Exception as exc:  # a bug must still end the tree with exactly one answer
-            log.exception("step crashed; execution aborted", exec_id=state.execId)
-            return self.machine.abort(state, errors.internal_error(type(exc).__name__),
-                                      self.clock())
+            return Pending(state, planned)
+        except Exception as exc:
+            return self._crashed(state, exc)
 
     async def _run_block(self, state: ExecState, block: Any) -> Transition:
         outcome = await self.runner.run(state, block, self.clock())

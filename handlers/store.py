@@ -7,18 +7,64 @@ batches, and the round trips, not Redis, are the cost.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from runtime.state import ExecState, Transition, state_decoder, state_encoder
+import msgspec
+from redis.exceptions import NoScriptError
+
+from runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
 
 from .keys import STEPS_GROUP, Keys
 from .redis_client import Client
 
-_COMMIT = resources.files("handlers").joinpath("lua/commit.lua").read_text()
-_PUBLISH_ONCE = resources.files("handlers").joinpath("lua/publish_once.lua").read_text()
 
+
+class LuaScript:
+    """A script sent as EVALSHA inside pipelines.
+
+    redis-py's Script objects make every pipeline check SCRIPT EXISTS first, one
+    more round trip per batch; these are loaded once (and again after NOSCRIPT,
+    e.g. when Redis restarted) instead.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.source = resources.files("handlers").joinpath(f"lua/{name}.lua").read_text()
+        self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
+
+    def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+
+COMMIT = LuaScript("commit")
+PUBLISH_ONCE = LuaScript("publish_once")
+SCRIPTS = (COMMIT, PUBLISH_ONCE)
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """Where each kind of emitted message goes, and how long that stream may grow."""
+
+    keys: Keys
+    results_maxlen: int = 0
+    executions_maxlen: int = 0
+    debug_maxlen: int = 1000
+
+    def resolve(self, kind: str, key: str) -> tuple[str, int]:
+        if kind == "result":
+            return (key or self.keys.results), self.results_maxlen
+        if kind == "execution":
+            return self.keys.executions, self.executions_maxlen
+        if kind == "debug":
+            return self.keys.debug(key), self.debug_maxlen
+        return self.keys.llm_usage, 0
+
+_msgpack = msgspec.msgpack.Encoder()
+INLINE_STATE_MAX = 16 * 1024  # larger states are read from their key, not copied
 COMMITTED, ALREADY_ANSWERED, STALE, DUPLICATE = 1, 0, -1, 2
 
 
@@ -42,22 +88,77 @@ class Publish:
     maxlen: int = 0
 
 
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Coalescer:
+    """Gathers the keys asked for in one event-loop turn into one batched fetch."""
+
+    def __init__(self, fetch: Callable[[list[str]], Awaitable[list[bytes | None]]]) -> None:
+        self._fetch = fetch
+        self._pending: list[tuple[str, asyncio.Future[bytes | None]]] = []
+
+    async def get(self, key: str) -> bytes | None:
+        loop = asyncio.get_running_loop()
+        if not self._pending:
+            loop.call_soon(lambda: asyncio.ensure_future(self._flush()))
+        future: asyncio.Future[bytes | None] = loop.create_future()
+        self._pending.append((key, future))
+        return await future
+
+    async def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        try:
+            values = await self._fetch([key for key, _ in batch])
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), value in zip(batch, values, strict=True):
+            if not future.done():
+                future.set_result(value)
+
+
 class Store:
     def __init__(self, client: Client, keys: Keys, *, state_ttl_s: int, dedup_ttl_s: int,
-                 marker_ttl_s: int) -> None:
+                 marker_ttl_s: int, direct: bool = False, targets: Targets | None = None) -> None:
+        """``direct``: emitted messages go straight to their public streams inside the
+        commit script (one node: every key is reachable from one script); otherwise
+        through the partition's outbox and the relay (Redis Cluster)."""
         self.client = client
         self.keys = keys
         self.state_ttl_s = state_ttl_s
         self.dedup_ttl_s = dedup_ttl_s
         self.marker_ttl_s = marker_ttl_s
-        self._commit = client.register_script(_COMMIT)
-        self._publish = client.register_script(_PUBLISH_ONCE)
+        self.direct = direct
+        self.targets = targets or Targets(keys)
+        self._tools = Coalescer(self.get_tools)
+
+    async def _execute(self, fill: Callable[[Any], None]) -> list[Any]:
+        """Run a pipeline built by ``fill``; reload the scripts once on NOSCRIPT."""
+        for attempt in (1, 2):
+            async with self.client.pipeline(transaction=False) as pipe:
+                fill(pipe)
+                try:
+                    return list(await pipe.execute())
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+                    await self.load_scripts()
+        raise AssertionError("unreachable")
+
+    async def load_scripts(self) -> None:
+        for script in SCRIPTS:
+            await self.client.script_load(script.source)
 
     # -- reads -----------------------------------------------------------------
 
     async def get_tool(self, published_tool_id: str) -> bytes | None:
-        value: bytes | None = await self.client.get(self.keys.tool(published_tool_id))
-        return value
+        # Coalesced: the callTool blocks of one batch run concurrently, and one
+        # pipeline for all of them beats a connection each.
+        return await self._tools.get(published_tool_id)
 
     async def get_server(self, server_id: str) -> bytes | None:
         """``integration:server:{serverId}``: the IntegrationServerCacheConfig (callEndpoint)."""
@@ -77,6 +178,19 @@ class Store:
                 pipe.get(self.keys.tool(pt))
             return list(await pipe.execute())
 
+    async def tools_and_flags(self, ids: list[str], contact_ids: list[str]
+                              ) -> tuple[list[bytes | None], list[bool]]:
+        """The published tools and the contacts' debug flags, in one round trip."""
+        if not ids:
+            return [], []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for pt in ids:
+                pipe.get(self.keys.tool(pt))
+            for contact in contact_ids:
+                pipe.exists(self.keys.debug_flag(contact))
+            raw = await pipe.execute()
+        return list(raw[: len(ids)]), [bool(x) for x in raw[len(ids):]]
+
     async def debug_flags(self, contact_ids: list[str]) -> list[bool]:
         if not contact_ids:
             return []
@@ -85,7 +199,18 @@ class Store:
                 pipe.exists(self.keys.debug_flag(contact))
             return [bool(x) for x in await pipe.execute()]
 
-    async def load_states(self, refs: list[tuple[int, str]]) -> list[ExecState | None]:
+    async def load_states(self, refs: list[tuple[int, str]],
+                          known: list[ExecState | None] | None = None) -> list[ExecState | None]:
+        """States by (partition, execution id); ``known`` ones (inlined in their step) are kept."""
+        if known is not None:
+            missing = [i for i, state in enumerate(known) if state is None]
+            if not missing:
+                return list(known)
+            loaded = await self.load_states([refs[i] for i in missing])
+            merged = list(known)
+            for i, state in zip(missing, loaded, strict=True):
+                merged[i] = state
+            return merged
         if not refs:
             return []
         async with self.client.pipeline(transaction=False) as pipe:
@@ -109,67 +234,84 @@ class Store:
     # -- writes ----------------------------------------------------------------
 
     async def commit(self, commits: list[Commit]) -> list[int]:
-        """Commit transitions (atomic each) in one round trip; returns each script's verdict."""
+        """Commit transitions, one script call per partition for the whole batch (each
+        transition atomic on its own); returns each one's verdict, in order."""
         if not commits:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for c in commits:
-                if c.transition is None:
-                    pipe.xack(self.keys.steps(c.partition), STEPS_GROUP, c.ack_id)
-                    pipe.xdel(self.keys.steps(c.partition), c.ack_id)
-                else:
-                    keys, args = self._commit_args(c)
-                    await self._commit(keys=keys, args=args, client=pipe)
-            raw = await pipe.execute()
-        verdicts: list[int] = []
-        i = 0
-        for c in commits:
-            if c.transition is None:
-                verdicts.append(COMMITTED)
-                i += 2
-            else:
-                verdicts.append(int(raw[i]))
-                i += 1
+        by_partition: dict[int, list[int]] = {}
+        for i, c in enumerate(commits):
+            by_partition.setdefault(c.partition, []).append(i)
+        batches = [(n, idx, self._batch_args(n, [commits[i] for i in idx]))
+                   for n, idx in by_partition.items()]
+
+        def fill(pipe: Any) -> None:
+            for _n, _idx, (keys, args) in batches:
+                COMMIT.queue(pipe, keys, args)
+
+        verdicts = [0] * len(commits)
+        for (_n, idx, _args), result in zip(batches, await self._execute(fill), strict=True):
+            for i, verdict in zip(idx, result, strict=True):
+                verdicts[i] = int(verdict)
         return verdicts
 
-    def _commit_args(self, c: Commit) -> tuple[list[str], list[Any]]:
+    def _batch_args(self, n: int, commits: list[Commit]) -> tuple[list[str], list[Any]]:
+        keys = [self.keys.steps(n)]
+        index = {keys[0]: 1}
+
+        def key(name: str) -> int:
+            if name not in index:
+                keys.append(name)
+                index[name] = len(keys)
+            return index[name]
+
+        records = [self._record(c, key) for c in commits]
+        return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records)]
+
+    def _record(self, c: Commit, key: Callable[[str], int]) -> list[Any]:
         k, n, t = self.keys, c.partition, c.transition
-        assert t is not None
-        expect_key = k.state(n, t.expect[0]) if t.expect else k.deadlines(n)
-        keys = [k.steps(n), k.done(n, c.root_id), k.deadlines(n), expect_key, k.outbox(n)]
-        index = {key: i + 1 for i, key in enumerate(keys)}
+        ack_id = _text(c.ack_id or "")
+        if t is None:
+            return [ack_id, 0, 0, "", 0, "", 0, []]
         ops: list[Any] = []
 
-        def op(name: str, key: str, a: Any = "", b: Any = "", cc: Any = "") -> None:
-            if key not in index:
-                keys.append(key)
-                index[key] = len(keys)
-            ops.extend((name, index[key], a, b, cc))
+        def op(name: str, target: str, a: Any = "", b: Any = "", cc: Any = "") -> None:
+            # Lua's cmsgpack knows no msgpack bin type: blobs (UTF-8 JSON) travel as str.
+            ops.append((name, key(target), _text(a), _text(b), _text(cc)))
 
         if c.command_guard is not None:
             op("guardnx", k.command(n, c.command_guard), c.root_id, self.dedup_ttl_s)
         for digest, data in t.definitions.items():
             op("setex", k.definition(n, digest), data, self.state_ttl_s + 600)
+        blobs: dict[tuple[str, int], bytes] = {}
         for state in t.writes:
-            op("state", k.state(n, state.execId), state.version, state_encoder.encode(state),
-               self.state_ttl_s)
+            blob = state_encoder.encode(state)
+            blobs[(state.execId, state.version)] = blob
+            op("state", k.state(n, state.execId), state.version, blob, self.state_ttl_s)
         for step in t.steps:
-            op("step", k.steps(n), state_encoder.encode(step))
+            inline = blobs.get((step.e, step.v))
+            raw = msgspec.Raw(inline) if inline is not None and len(inline) <= INLINE_STATE_MAX else None
+            op("step", k.steps(n), state_encoder.encode(StepOut(step.e, step.v, step.k, step.child,
+                                                                 raw)))
         for emit in t.emits:
-            op("xadd", k.outbox(n), emit.kind, emit.key, emit.data)
+            if self.direct:
+                stream, maxlen = self.targets.resolve(emit.kind, emit.key)
+                op("pub", stream, emit.data, maxlen)
+            else:
+                op("xadd", k.outbox(n), emit.kind, emit.key, emit.data)
         for entry in t.log:
             op("log", k.events(n, entry.execId), state_encoder.encode(entry), self.state_ttl_s)
         if c.deadline is not None:
             op("zadd", k.deadlines(n), c.deadline[0], c.deadline[1])
-        args = [STEPS_GROUP, c.ack_id or "", str(t.expect[1]) if t.expect else "",
-                "1" if t.finishes_root else "0", c.root_id, self.dedup_ttl_s, *ops]
-        return keys, args
+        expect = key(k.state(n, t.expect[0])) if t.expect else 0
+        return [ack_id, key(k.done(n, c.root_id)), expect, str(t.expect[1]) if t.expect else "",
+                1 if t.finishes_root else 0, c.root_id, key(k.deadlines(n)), ops]
 
     async def publish_once(self, items: list[Publish]) -> list[int]:
         if not items:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
+
+        def fill(pipe: Any) -> None:
             for p in items:
-                await self._publish(keys=[p.stream, p.marker],
-                                    args=[p.data, self.marker_ttl_s, p.maxlen], client=pipe)
-            return [int(x) for x in await pipe.execute()]
+                PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen])
+
+        return [int(x) for x in await self._execute(fill)]

@@ -42,7 +42,7 @@ from .redis_client import Client, make_client
 from .relay import Relay
 from .settings import Settings
 from .steps import StepProcessor
-from .store import Store
+from .store import Store, Targets
 
 log = structlog.get_logger("chatflow.worker")
 Entry = tuple[bytes, dict[bytes, bytes]]
@@ -76,7 +76,10 @@ class Worker:
         self.keys = Keys(s.prefix, s.partitions)
         self.client = make_client(self.url, cluster=s.redis_cluster)
         self.store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
-                           dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s)
+                           dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
+                           direct=not s.redis_cluster,
+                           targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
+                                           s.debug_maxlen))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = httpx.AsyncClient(follow_redirects=False)
@@ -114,7 +117,7 @@ class Worker:
 
         async def handle(_body: Any, message: Any = Context("message")) -> None:
             raw = message.raw_message
-            entries = list(zip(raw["message_ids"], raw["data"], strict=True))
+            entries = list(zip(raw["message_ids"], raw["entries"], strict=True))
             await self._slots.acquire()
             task = asyncio.create_task(self._guarded(process, entries))
             self._inflight.add(task)
@@ -124,6 +127,7 @@ class Worker:
             stream=StreamSub(stream, group=group, consumer=self.consumer, batch=True,
                              max_records=s.batch_size, polling_interval=s.block_ms),
             ack_policy=AckPolicy.MANUAL,
+            parser=_raw_entries,
         )(handle)
 
     def _subscribe(self) -> None:
@@ -184,6 +188,7 @@ class Worker:
 
     async def start(self) -> None:
         await ensure_groups(self.client, self.keys)
+        await self.store.load_scripts()
         await self.broker.start()
         s = self.settings
         self._loops = [
@@ -227,6 +232,24 @@ class Worker:
         await self.http.aclose()
         self.sandbox.close()
         await self.client.aclose()
+
+
+_NULL = {b"__data__": b"null"}
+
+
+async def _raw_entries(message: Any, original: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Hand the handler the entries untouched.
+
+    FastStream's batch parser JSON-decodes every entry and re-encodes the batch;
+    an entry that is not valid UTF-8 JSON (a producer's mistake) would fail the
+    whole batch there, before our own code could dead-letter it. Our processors
+    decode entries themselves, so FastStream gets placeholders and the raw entries
+    ride along in the raw message.
+    """
+    light = dict(message)
+    light["entries"] = message["data"]
+    light["data"] = [_NULL]
+    return await original(light)
 
 
 async def cancel_until_done(tasks: list[asyncio.Task[None]]) -> None:

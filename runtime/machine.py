@@ -12,6 +12,7 @@ execution and come back to the parent with the child's outcome.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from schemas.definition import (
@@ -30,6 +31,7 @@ from .events import block_debug, debug_emit, execution_emit, result_emit, tool_r
 from .interpolation import render
 from .limits import Limits
 from .outcome import BlockOutcome, SpawnChild
+from .replay import recordable_context
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
 Block = Any  # one of schemas.definition's block models
@@ -90,7 +92,8 @@ class Machine:
         t.definitions[def_hash] = def_bytes
         t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
                               detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
-                                      "variables": state.variables, "context": context}))
+                                      "variables": state.variables,
+                                      "context": recordable_context(context)}))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------
@@ -206,6 +209,26 @@ class Machine:
             t.emits.append(execution_emit(ghost, False, _err(failure), now))
         return self._answer(state, "", _err(failure), now, t)
 
+    def settle(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
+               now: int) -> Transition:
+        """Run ahead: a next block that needs no I/O (a return, or a guardrail that ends
+        the tool) is decided inside this transition instead of costing a stream hop.
+        Each block still gets its own log entry and debug event."""
+        for _ in range(self.limits.max_hops + 1):
+            for i, step in enumerate(t.steps):
+                state = next((s for s in reversed(t.writes) if s.execId == step.e), None)
+                if (step.k != "run" or state is None or state.version != step.v
+                        or state.status != "running"):
+                    continue
+                definition = definitions(state.defHash)
+                planned = self.plan(state, definition, now) if definition else None
+                if isinstance(planned, Transition):
+                    t = _fuse(t, i, planned)
+                    break
+            else:
+                return t
+        return t
+
     # -- internals -------------------------------------------------------------
 
     def _spawn_guard(self, state: ExecState, child_pt: str) -> ToolFailure | None:
@@ -292,6 +315,24 @@ class Machine:
                 payload["error"] = {"code": error.code, "message": error.message}
             t.emits.append(debug_emit(state, "action_result", "executeTool", payload, now))
         return t
+
+
+def _fuse(first: Transition, index: int, second: Transition) -> Transition:
+    """``first`` with its step ``index`` replaced by what ``second`` decided for it."""
+    writes: dict[str, ExecState] = {}
+    for state in [*first.writes, *second.writes]:
+        writes.pop(state.execId, None)
+        writes[state.execId] = state  # the same object, later version: keep it once, last
+    return Transition(
+        expect=first.expect,
+        writes=list(writes.values()),
+        steps=[*first.steps[:index], *first.steps[index + 1:], *second.steps],
+        emits=[*first.emits, *second.emits],
+        log=[*first.log, *second.log],
+        definitions={**first.definitions, **second.definitions},
+        finishes_root=first.finishes_root or second.finishes_root,
+        done=[*first.done, *second.done],
+    )
 
 
 def _parent_version(child: ExecState) -> int:

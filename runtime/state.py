@@ -78,6 +78,18 @@ class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):
     v: int
     k: Literal["run", "resume"] = "run"
     child: ChildOutcome | None = None
+    # The state at version ``v``, inlined when small, so the next worker need not read it.
+    s: ExecState | None = None
+
+
+class StepOut(msgspec.Struct, frozen=True, omit_defaults=True):
+    """StepMsg as written: the inlined state is the blob already encoded for the state key."""
+
+    e: str
+    v: int
+    k: Literal["run", "resume"] = "run"
+    child: ChildOutcome | None = None
+    s: msgspec.Raw | None = None
 
 
 EmitKind = Literal["result", "execution", "debug", "llm_usage"]

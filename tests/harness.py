@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -88,6 +89,18 @@ class Harness:
 
     async def send(self, command: ExecuteToolCommand) -> None:
         await publish(self.client, self.keys, command)
+
+    async def drained(self, stream: str, group: str, timeout_s: float = 30.0) -> None:
+        """Wait until ``group`` has read and acked everything on ``stream``."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            info = {g["name"].decode(): g for g in await self.client.xinfo_groups(stream)}
+            g = info.get(group)
+            if g is not None and g["pending"] == 0 and g.get("lag") == 0:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{group} on {stream} not drained: {g}")
+            await asyncio.sleep(0.02)  # polling a condition on the server, bounded above
 
     async def trace(self, exec_id: str) -> list[LogEntry]:
         return await trace(self.client, self.keys, exec_id)

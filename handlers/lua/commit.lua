@@ -1,47 +1,65 @@
--- Commit one state-machine transition atomically; every key is in one partition slot.
--- KEYS[1] step stream   KEYS[2] the tree's done key   KEYS[3] deadlines zset
--- KEYS[4] state key checked against the expected version (or any key, unused)
--- KEYS[5..] keys named by the ops
--- ARGV[1] group  ARGV[2] step entry id to ack ('' none)  ARGV[3] expected version ('' none)
--- ARGV[4] '1' when this transition answers the tree  ARGV[5] root id  ARGV[6] done ttl (s)
--- ARGV[7..] ops, five slots each: name, key index, a, b, c
--- Returns 1 committed, 0 tree already answered, -1 stale step, 2 duplicate command.
-local function ack()
-  if ARGV[2] ~= '' then
-    redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-    redis.call('XDEL', KEYS[1], ARGV[2])
+-- Commit a batch of state-machine transitions of one partition; each is atomic on its
+-- own (a Lua script runs whole), and every key is in the partition's slot.
+-- KEYS[1] the partition's step stream; KEYS[2..] keys named by the records
+-- ARGV[1] group  ARGV[2] done ttl (s)
+-- ARGV[3] msgpack array of records:
+--   {ack id|'', done key idx|0, expect key idx|0, expected version|'', answers 0|1, root id,
+--    deadlines key idx|0, ops}
+--   op = {name, key idx, a, b, c}
+-- Returns one verdict per record: 1 committed, 0 tree already answered, -1 stale, 2 duplicate.
+local function ack(id)
+  if id ~= '' then
+    redis.call('XACK', KEYS[1], ARGV[1], id)
+    redis.call('XDEL', KEYS[1], id)
   end
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then ack() return 0 end
-if ARGV[3] ~= '' and redis.call('HGET', KEYS[4], 'v') ~= ARGV[3] then ack() return -1 end
-for i = 7, #ARGV, 5 do
-  if ARGV[i] == 'guardnx' then
-    if not redis.call('SET', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], 'NX', 'EX', ARGV[i + 3]) then
-      ack() return 2
+
+local function apply(o)
+  local op, key = o[1], KEYS[o[2]]
+  if op == 'state' then
+    redis.call('HSET', key, 'v', o[3], 's', o[4])
+    redis.call('EXPIRE', key, o[5])
+  elseif op == 'step' then
+    redis.call('XADD', key, '*', 'd', o[3])
+  elseif op == 'pub' then
+    if o[4] ~= 0 then
+      redis.call('XADD', key, 'MAXLEN', '~', o[4], '*', 'data', o[3])
+    else
+      redis.call('XADD', key, '*', 'data', o[3])
+    end
+  elseif op == 'xadd' then
+    redis.call('XADD', key, '*', 'k', o[3], 't', o[4], 'd', o[5])
+  elseif op == 'log' then
+    redis.call('XADD', key, 'MAXLEN', '~', '512', '*', 'd', o[3])
+    redis.call('EXPIRE', key, o[4])
+  elseif op == 'setex' then
+    redis.call('SET', key, o[3], 'EX', o[4])
+  elseif op == 'zadd' then
+    redis.call('ZADD', key, o[3], o[4])
+  end
+end
+
+local function commit(r)
+  local id, done, expect, version, answers, root, deadlines, ops =
+    r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
+  if done ~= 0 and redis.call('EXISTS', KEYS[done]) == 1 then ack(id) return 0 end
+  if expect ~= 0 and redis.call('HGET', KEYS[expect], 'v') ~= version then ack(id) return -1 end
+  for _, o in ipairs(ops) do
+    if o[1] == 'guardnx' and not redis.call('SET', KEYS[o[2]], o[3], 'NX', 'EX', o[4]) then
+      ack(id) return 2
     end
   end
-end
-if ARGV[4] == '1' then
-  redis.call('SET', KEYS[2], '1', 'EX', ARGV[6])
-  redis.call('ZREM', KEYS[3], ARGV[5])
-end
-for i = 7, #ARGV, 5 do
-  local op, key, a, b, c = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  if op == 'state' then
-    redis.call('HSET', key, 'v', a, 's', b)
-    redis.call('EXPIRE', key, c)
-  elseif op == 'xadd' then
-    redis.call('XADD', key, '*', 'k', a, 't', b, 'd', c)
-  elseif op == 'log' then
-    redis.call('XADD', key, 'MAXLEN', '~', '512', '*', 'd', a)
-    redis.call('EXPIRE', key, b)
-  elseif op == 'step' then
-    redis.call('XADD', key, '*', 'd', a)
-  elseif op == 'setex' then
-    redis.call('SET', key, a, 'EX', b)
-  elseif op == 'zadd' then
-    redis.call('ZADD', key, a, b)
+  if answers == 1 then
+    redis.call('SET', KEYS[done], '1', 'EX', ARGV[2])
+    redis.call('ZREM', KEYS[deadlines], root)
   end
+  for _, o in ipairs(ops) do
+    if o[1] ~= 'guardnx' then apply(o) end
+  end
+  ack(id)
+  return 1
 end
-ack()
-return 1
+
+local verdicts = {}
+for i, r in ipairs(cmsgpack.unpack(ARGV[3])) do verdicts[i] = commit(r) end
+return verdicts

@@ -1,0 +1,22 @@
+# The one command runner; .ci/run uses these targets too.
+PY ?= python
+
+.PHONY: install test lint typecheck bench chaos up
+
+install:
+	$(PY) -m pip install -e ".[test]"
+
+test:
+	$(PY) -m pytest -q
+
+lint:
+	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench
+
+typecheck:
+	$(PY) -m mypy
+
+bench:
+	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2
+
+up:
+	chatflow up

@@ -1,0 +1,222 @@
+"""Benchmark the full stream path against a bare redis-py loop, in one run.
+
+    python -m bench.stream_bench [--executions 3000] [--workers 1,2] [--redis-url URL]
+
+Scenarios, each with W worker processes on the same Valkey:
+  baseline   a bare batched XREADGROUP/XADD/XACK loop, 3 hops per execution
+  bench-3    a 3-block tool with no outside I/O: callTool → (child: return) → return
+  scripts-3  three executeScript blocks, then return
+Prints steps/s (block steps), executions/s, p50/p99 command-to-result latency
+under load, p50 when idle (one command at a time), and CPU per step (workers + Valkey).
+Figures are ratios against the baseline measured in the same run, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+import redis.asyncio as aioredis
+
+from handlers.embedded import EmbeddedServer
+
+BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
+               "definition": {"onboardingBlockId": "r",
+                              "blocks": {"r": {"type": "return", "id": "r", "value": "{{n}}"}}}}
+BENCH_3 = {"id": "pt-bench", "toolId": "t-bench", "name": "bench", "definition": {
+    "onboardingBlockId": "c", "blocks": {
+        "c": {"type": "callTool", "id": "c", "toolId": "t-bench-child",
+              "publishedToolId": "pt-bench-child", "outputVariable": "o",
+              "inputVariables": [{"name": "n", "value": "{{n}}"}],
+              "onError": "blocking", "outputConditions": [],
+              "defaultOutput": {"type": "block", "blockId": "r"}},
+        "r": {"type": "return", "id": "r", "value": "{{o}}"}}}}
+
+
+def _script(block_id: str, src: str, nxt: str) -> dict[str, Any]:
+    return {"type": "executeScript", "id": block_id, "source": src, "outputVariable": block_id,
+            "inputVariables": [{"name": "n", "value": "{{n}}"}], "onError": "blocking",
+            "outputConditions": [], "defaultOutput": {"type": "block", "blockId": nxt}}
+
+
+SCRIPTS_3 = {"id": "pt-scripts", "toolId": "t-scripts", "name": "scripts", "definition": {
+    "onboardingBlockId": "a", "blocks": {
+        "a": _script("a", "return Number(n) + 1", "b"),
+        "b": _script("b", "return Number(n) * 2", "c"),
+        "c": _script("c", "return 'n=' + n", "r"),
+        "r": {"type": "return", "id": "r", "value": "{{a}} {{b}} {{c}}"}}}}
+
+SCENARIOS = {"bench-3": ("pt-bench", 3), "scripts-3": ("pt-scripts", 4)}
+
+
+@dataclass
+class Figures:
+    name: str
+    workers: int
+    executions: int
+    seconds: float
+    steps: int
+    p50_ms: float
+    p99_ms: float
+    idle_p50_ms: float
+    cpu_s: float
+
+    def row(self, base: Figures | None) -> str:
+        sps = self.steps / self.seconds
+        ratio = f"{sps / (base.steps / base.seconds):6.0%}" if base else "   -  "
+        return (f"{self.name:<10} W={self.workers}  steps/s {sps:8.0f} ({ratio} of baseline)  "
+                f"exec/s {self.executions / self.seconds:7.0f}  p50 {self.p50_ms:6.1f}ms  "
+                f"p99 {self.p99_ms:6.1f}ms  idle p50 {self.idle_p50_ms:5.2f}ms  "
+                f"CPU/step {self.cpu_s / self.steps * 1e6:6.0f}µs")
+
+
+def spawn_workers(url: str, prefix: str, n: int, baseline: bool) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
+           "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0"}
+    procs = []
+    for i in range(n):
+        if baseline:
+            cmd = [sys.executable, "-m", "bench.baseline", url, prefix, f"c{i}", "64"]
+        else:
+            cmd = [sys.executable, "-c", "from handlers.cli import main; main(['worker'])"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL))
+    return procs
+
+
+def cpu_of(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in procs:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+            for child in p.children(recursive=True):
+                ct = child.cpu_times()
+                total += ct.user + ct.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+class Driver:
+    def __init__(self, url: str, prefix: str, baseline: bool) -> None:
+        self.client = aioredis.Redis.from_url(url)
+        self.prefix = prefix
+        self.baseline = baseline
+        self.commands = f"{prefix}steps" if baseline else f"{prefix}stream:tool-commands"
+        self.results = f"{prefix}results" if baseline else f"{prefix}stream:tool-results"
+
+    def payload(self, pt: str, cid: str) -> dict[str, Any]:
+        if self.baseline:
+            return {"c": json.dumps({"commandId": cid}), "left": "3"}
+        command = {"commandId": cid, "action": {"id": "a", "toolId": "t", "publishedToolId": pt,
+                                                "outputVariable": "o",
+                                                "inputVariables": [{"name": "n", "value": "7"}]},
+                   "context": {"contactId": "bench"}}
+        return {"data": json.dumps(command)}
+
+    async def run(self, pt: str, count: int, window: int) -> tuple[float, list[float]]:
+        """Publish ``count`` commands keeping ``window`` in flight; latencies in ms."""
+        sent: dict[str, float] = {}
+        lat: list[float] = []
+        cursor = b"0-0"
+        last = await self.client.xrevrange(self.results, count=1)
+        if last:
+            cursor = last[0][0]
+        next_i = 0
+        started = time.perf_counter()
+        while len(lat) < count:
+            if next_i < count and len(sent) < window:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    while next_i < count and len(sent) < window:
+                        cid = f"b{uuid.uuid4().hex[:12]}"
+                        sent[cid] = time.perf_counter()
+                        pipe.xadd(self.commands, self.payload(pt, cid))
+                        next_i += 1
+                    await pipe.execute()
+            reply = await self.client.xread({self.results: cursor}, count=1000, block=2000)
+            now = time.perf_counter()
+            for _name, entries in reply or []:
+                for entry_id, fields in entries:
+                    cursor = entry_id
+                    cid = json.loads(fields[b"data"])["commandId"]
+                    if cid in sent:
+                        lat.append((now - sent.pop(cid)) * 1000)
+        return time.perf_counter() - started, lat
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def scenario(url: str, server: psutil.Process | None, name: str, workers: int,
+                   executions: int, tools: list[dict[str, Any]]) -> Figures:
+    prefix = f"bench{uuid.uuid4().hex[:6]}:"
+    baseline = name == "baseline"
+    client = aioredis.Redis.from_url(url)
+    for t in tools:
+        await client.set(f"{prefix}tool:{t['id']}", json.dumps(t))
+    if baseline:
+        await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
+    procs = spawn_workers(url, prefix, workers, baseline)
+    ps = [psutil.Process(p.pid) for p in procs] + ([server] if server else [])
+    driver = Driver(url, prefix, baseline)
+    pt, steps_per = ("", 3) if baseline else SCENARIOS[name]
+    try:
+        await driver.run(pt, 20, 1)  # warm up: workers up, definitions cached
+        idle: list[float] = []
+        for _ in range(100):
+            idle += (await driver.run(pt, 1, 1))[1]
+        cpu0 = cpu_of(ps)
+        seconds, lat = await driver.run(pt, executions, 512)
+        cpu = cpu_of(ps) - cpu0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+        await client.aclose()
+        await driver.client.aclose()
+    return Figures(name, workers, executions, seconds, executions * steps_per,
+                   statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executions", type=int, default=3000)
+    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
+    parser.add_argument("--scenarios", default="baseline,bench-3,scripts-3")
+    args = parser.parse_args()
+    server = None
+    url = args.redis_url
+    if not url:
+        server = EmbeddedServer().start()
+        url = server.url
+    server_proc = psutil.Process(server.process.pid) if server and server.process else None
+    try:
+        for workers in [int(w) for w in args.workers.split(",")]:
+            base: Figures | None = None
+            for name in args.scenarios.split(","):
+                fig = await scenario(url, server_proc, name, workers, args.executions,
+                                     [BENCH_CHILD, BENCH_3, SCRIPTS_3])
+                base = fig if name == "baseline" else base
+                print(fig.row(None if name == "baseline" else base), flush=True)
+    finally:
+        if server:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
