@@ -24,6 +24,7 @@ from ..recovery import Recovery
 from ..redis_client import make_client
 from ..settings import Settings
 from ..store import Store
+from ..worker import _raw_entries as raw_entries
 from .execlog import ExecutionLog, ensure_group, trim_source
 
 log = structlog.get_logger("chatflow.projections")
@@ -45,12 +46,14 @@ class ProjectionRunner:
 
         async def handle(_body: Any, message: Any = Context("message")) -> None:  # noqa: B008
             raw = message.raw_message
-            await self.projection.process(list(zip(raw["message_ids"], raw["data"], strict=True)))
+            entries = list(zip(raw["message_ids"], raw["entries"], strict=True))
+            await self.projection.process(entries)
 
         self.broker.subscriber(
             stream=StreamSub(self.keys.executions, group=PROJECTION_GROUP, consumer=consumer,
                              batch=True, max_records=s.batch_size, polling_interval=s.block_ms),
             ack_policy=AckPolicy.MANUAL,
+            parser=raw_entries,  # a malformed entry must not fail FastStream's batch parse
         )(handle)
 
     async def _maintain(self) -> None:

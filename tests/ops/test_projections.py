@@ -130,3 +130,19 @@ async def test_a_rebuild_after_trimming_recovers_only_what_the_stream_still_hold
     await rebuild(client, keys, ns="scratch", clock=clock)
     assert (await tool_metrics(client, keys, ["t-a"], NOW))["t-a"]["runs7d"] == 2
     assert (await tool_metrics(client, keys, ["t-a"], NOW, ns="scratch"))["t-a"]["runs7d"] == 1
+
+
+async def test_the_projection_runs_on_its_own_beside_workers_without_it(bare: Harness) -> None:
+    from handlers.projections.runner import ProjectionRunner
+
+    await bare.start_worker(projections_enabled=False)
+    runner = ProjectionRunner(bare.settings, bare.url, "projection-only")
+    await runner.start()
+    try:
+        await bare.put_tool("pt-alone", returning("x"), tool_id="t-alone")
+        assert (await bare.run("pt-alone")).ok
+        await runner.projection.wait_caught_up()
+        metrics = await tool_metrics(bare.client, bare.keys, ["t-alone"])
+        assert metrics["t-alone"]["runs7d"] == 1
+    finally:
+        await runner.stop()
