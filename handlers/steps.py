@@ -78,13 +78,12 @@ class StepProcessor:
         pending = [i for i, r in enumerate(results) if isinstance(r, Pending)]
         if pending:
             done = await asyncio.gather(*(self._run_bound(results[i]) for i in pending))
-            for i, transition in zip(pending, done, strict=True):
-                results[i] = transition
+            for i, finished in zip(pending, done, strict=True):
+                results[i] = finished
         now = self.clock()
-        for (entry_id, msg), state, transition in zip(msgs, states, results, strict=True):
-            assert not isinstance(transition, Pending)
-            if transition is not None:
-                transition = self.machine.settle(transition, self._definition, now)
+        for (entry_id, msg), state, decided in zip(msgs, states, results, strict=True):
+            assert not isinstance(decided, Pending)
+            transition = decided and self.machine.settle(decided, self._definition, now)
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))

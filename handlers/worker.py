@@ -100,7 +100,10 @@ class Worker:
         self.recovery = Recovery(self.store, self.machine, s, self.consumer)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
-        self.broker = RedisBroker(self.url, logger=None) if not s.redis_cluster else _cluster_broker(self.url)
+        # FastStream's own per-message INFO lines would drown ours; errors still come through
+        # our subscribers' handlers.
+        self.broker = (_cluster_broker(self.url) if s.redis_cluster
+                       else RedisBroker(self.url, logger=_QUIET))
         prom.configure(s.metrics_max_tools)
         self.broker.add_middleware(RedisPrometheusMiddleware(registry=prom.REGISTRY,
                                                              app_name="chatflow-worker"))
@@ -235,6 +238,7 @@ class Worker:
 
 
 _NULL = {b"__data__": b"null"}
+_QUIET: Any = None
 
 
 async def _raw_entries(message: Any, original: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -273,4 +277,4 @@ def _bind(fn: Callable[[int, list[Entry]], Awaitable[None]], n: int) -> Process:
 def _cluster_broker(url: str) -> Any:
     from faststream.redis import RedisClusterBroker
 
-    return RedisClusterBroker(url, logger=None)
+    return RedisClusterBroker(url, logger=_QUIET)

@@ -31,12 +31,13 @@ def tool_result(
     """Apply the executeTool action's outputVariable/onError semantics (SPEC: ToolResult)."""
     action = root.action
     duration = max(0, now - root.startedMs)
+    variables: dict[str, Any]
     if error is None:
         variables = {action.outputVariable: result} if action.outputVariable else {}
         return ToolResult(root.commandId, action.id, True, result, variables, "continue", None,
                           duration, executionId=execution_id)
     if action.onError == "continue":
-        variables: dict[str, Any] = {}
+        variables = {}
         if action.outputVariable:
             variables[action.outputVariable] = ""
         if action.errorVariable:

@@ -174,6 +174,7 @@ class Machine:
     def after_child(self, state: ExecState, definition: ToolDefinition, child: ChildOutcome,
                     now: int) -> Transition:
         block = definition.blocks[state.waitingOn or ""]
+        assert isinstance(block, CallToolBlock)  # only a callTool block waits on a child
         state.status, state.waitingOn = "running", None
         state.invocations = max(state.invocations, child.invocations)
         if child.ok:

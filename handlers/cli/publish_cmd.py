@@ -49,7 +49,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if definition is not None:
         found += _ai_problems(args, definition)
     problems += [f"definition.{p}" if "definition" in data else p for p in found]
-    pt = args.id or wrapper.get("id")
+    pt = str(args.id or wrapper.get("id") or "")
     if not pt:
         problems.append("id: no publishedToolId (give --id or an 'id' in the file)")
     if problems:
