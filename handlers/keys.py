@@ -16,6 +16,7 @@ COMMANDS_GROUP = "chatflow-workers"
 STEPS_GROUP = "chatflow-workers"
 RELAY_GROUP = "chatflow-relay"
 PROJECTION_GROUP = "core-tool-executions"  # seed: the core's group on stream:tool-executions
+NATIVE_GROUP = "chatflow-native-tools"  # workers started with --tools (docs/agents.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,20 @@ class Keys:
     def ai_agent(self, agent_id: str) -> str:
         """An AI agent's cache projection (registry): its linked, non-trashed tools."""
         return f"{self.prefix}ai-agent:{agent_id}"
+
+    # -- native tools for agents (docs/agents.md) -------------------------------
+    def native_calls(self, native_name: str) -> str:
+        """Calls of one native tool; only workers that loaded it read this stream."""
+        return f"{self.prefix}stream:native-tool-calls:{native_name}"
+
+    @property
+    def native_results(self) -> str:
+        """Answers to native tool calls (the default reply stream)."""
+        return f"{self.prefix}stream:native-tool-results"
+
+    def native_tool(self, native_name: str) -> str:
+        """A native tool's function spec, written by every worker that serves it."""
+        return f"{self.prefix}native-tool:{native_name}"
 
     # -- registry (docs/registry.md) ---------------------------------------------
     @property
