@@ -7,6 +7,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime.blocks.ai import AIConfig
 from runtime.blocks.media import MediaConfig
+from runtime.egress import EgressPolicy
 from runtime.limits import Limits
 
 
@@ -50,6 +51,10 @@ class Settings(BaseSettings):
     graph_version: str = "v21.0"
     media_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
     llm_timeout_ms: int = Field(default=60_000, ge=1)
+    # Egress policy of httpCall, callEndpoint, fetchMedia, callAI (runtime/egress.py,
+    # docs/security.md): comma-separated hosts, addresses, CIDRs; "default" = metadata/link-local.
+    egress_allow: str = ""
+    egress_deny: str = "default"
     # HTTP API and registry (docs/registry.md)
     api_base_path: str = "/api"
     api_host: str = "127.0.0.1"
@@ -65,6 +70,9 @@ class Settings(BaseSettings):
             max_invocations=self.max_invocations,
             http_timeout_ms=self.http_timeout_ms,
         )
+
+    def egress_policy(self) -> EgressPolicy:
+        return EgressPolicy.parse(self.egress_allow, self.egress_deny)
 
     def media_config(self) -> MediaConfig:
         return MediaConfig(graph_base_url=self.graph_base_url, graph_version=self.graph_version,

@@ -25,6 +25,7 @@ from faststream.redis import RedisBroker, StreamSub
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis.exceptions import RedisError, ResponseError
 
+from runtime import egress
 from runtime.blocks.ai import register_media_and_ai
 from runtime.blocks.endpoint import CallEndpointExecutor
 from runtime.blocks.runner import BlockRunner
@@ -35,7 +36,8 @@ from runtime.sandbox import ScriptLimits, ScriptSandbox
 from . import metrics as prom
 from .health import HealthServer
 from .intake import Intake
-from .keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .native import NativeToolServer
 from .projections.execlog import ExecutionLog, trim_source
 from .recovery import Recovery
 from .redis_client import Client, make_client
@@ -70,6 +72,7 @@ class Worker:
     url: str
     consumer: str = field(default_factory=consumer_name)
     extra_executors: dict[str, Any] = field(default_factory=dict)
+    native_tools: dict[str, Any] = field(default_factory=dict)  # name -> Tool (handlers/native.py)
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -83,6 +86,7 @@ class Worker:
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = httpx.AsyncClient(follow_redirects=False)
+        egress.bind(self.http, s.egress_policy())
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20))
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
@@ -98,6 +102,7 @@ class Worker:
         self.intake.results_maxlen = s.results_maxlen
         self.relay = Relay(self.store, s)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer)
+        self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
         # FastStream's own per-message INFO lines would drown ours; errors still come through
@@ -140,6 +145,8 @@ class Worker:
             self._sub(self.keys.outbox(n), RELAY_GROUP, _bind(self.relay.process, n))
         if self.settings.projections_enabled:
             self._sub(self.keys.executions, PROJECTION_GROUP, self.projection.process)
+        for name in self.native.tools:
+            self._sub(self.keys.native_calls(name), NATIVE_GROUP, _bind_native(self.native.process, name))
 
     async def _guarded(self, process: Process, entries: list[Entry]) -> None:
         try:
@@ -192,6 +199,7 @@ class Worker:
     async def start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
+        await self.native.start()
         await self.broker.start()
         s = self.settings
         self._loops = [
@@ -270,6 +278,13 @@ async def cancel_until_done(tasks: list[asyncio.Task[None]]) -> None:
 def _bind(fn: Callable[[int, list[Entry]], Awaitable[None]], n: int) -> Process:
     async def bound(entries: list[Entry]) -> None:
         await fn(n, entries)
+
+    return bound
+
+
+def _bind_native(fn: Callable[[str, list[Entry]], Awaitable[None]], name: str) -> Process:
+    async def bound(entries: list[Entry]) -> None:
+        await fn(name, entries)
 
     return bound
 

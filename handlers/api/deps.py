@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import httpx
 from fastapi import Request
 
+from runtime import egress
+
 from ..keys import Keys
 from ..redis_client import Client
 from ..registry import Registry
@@ -33,6 +35,7 @@ class Services:
     def build(cls, settings: Settings, client: Client) -> Services:
         keys = Keys(settings.prefix, settings.partitions)
         http = httpx.AsyncClient(follow_redirects=False)
+        egress.bind(http, settings.egress_policy())
         registry = Registry(client, keys, SecretBox(settings.encryption_key))
         limits = settings.limits()
         return cls(settings, client, keys, http, registry, ToolOps(registry),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import time
 from typing import Any
 
@@ -10,6 +12,7 @@ import httpx
 
 from schemas.definition import HttpCallBlock
 
+from .. import egress
 from ..errors import ToolFailure
 from ..limits import Limits
 from ..outcome import BlockOutcome
@@ -17,6 +20,8 @@ from ..state import ExecState
 from .common import remaining_ms, text_of
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def decode_body(content: bytes, content_type: str) -> Any:
@@ -48,12 +53,38 @@ async def send(
     content: str | bytes | None,
     timeout_s: float,
     max_bytes: int = MAX_BODY_BYTES,
+    max_redirects: int = MAX_REDIRECTS,
 ) -> tuple[int, bytes, str]:
-    """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure."""
+    """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
+
+    Every hop is checked against the client's egress policy (runtime/egress.py): the host is
+    resolved here, every address checked, and the connection made to a checked address.
+    Redirects are followed by hand, at most ``max_redirects``, each Location checked again;
+    ``Authorization`` is dropped when a redirect leaves the origin, and 301/302/303 turn a
+    request into a GET without a body.
+    """
+    policy = egress.policy_for(client)
     try:
-        request = client.build_request(method, url, headers=headers, content=content,
-                                       timeout=timeout_s)
-        response = await client.send(request, stream=True)
+        target = httpx.URL(url)
+        for _hop in range(max_redirects + 1):
+            response = await _send_checked(client, policy, method, target, headers, content,
+                                           timeout_s)
+            location = response.headers.get("location")
+            if response.status_code not in _REDIRECTS or not location:
+                break
+            await response.aclose()
+            following = target.join(location)
+            if (following.scheme, following.host, following.port) != (
+                    target.scheme, target.host, target.port):
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            if response.status_code in (301, 302, 303) and method.upper() != "HEAD":
+                method, content = "GET", None
+                headers = {k: v for k, v in headers.items()
+                           if k.lower() not in ("content-type", "content-length")}
+            target = following
+        else:
+            raise ToolFailure("http_too_many_redirects",
+                              f"{method} {url}: mais de {max_redirects} redirecionamentos")
         try:
             chunks: list[bytes] = []
             size = 0
@@ -65,7 +96,9 @@ async def send(
                 chunks.append(chunk)
         finally:
             await response.aclose()
-    except httpx.TimeoutException as exc:
+    except egress.EgressDenied as exc:
+        raise ToolFailure("egress_denied", f"{method} {url}: egress bloqueado: {exc}") from exc
+    except (httpx.TimeoutException, TimeoutError) as exc:
         raise ToolFailure("http_timeout",
                           f"{method} {url}: sem resposta em {timeout_s:.1f}s") from exc
     except httpx.InvalidURL as exc:
@@ -73,6 +106,53 @@ async def send(
     except httpx.HTTPError as exc:
         raise ToolFailure("http_error", f"{method} {url}: {type(exc).__name__}: {exc}") from exc
     return response.status_code, b"".join(chunks), response.headers.get("content-type", "")
+
+
+async def resolve(host: str, port: int, timeout_s: float) -> list[egress.IPAddress]:
+    """Every address ``host`` resolves to, in the resolver's order, without duplicates."""
+    literal = egress.as_address(host)
+    if literal is not None:
+        return [literal]
+    try:
+        async with asyncio.timeout(timeout_s):
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
+    found: list[egress.IPAddress] = []
+    for info in infos:
+        address = egress.as_address(str(info[4][0]))
+        if address is not None and address not in found:
+            found.append(address)
+    return found
+
+
+async def _send_checked(client: httpx.AsyncClient, policy: egress.EgressPolicy, method: str,
+                        url: httpx.URL, headers: dict[str, str], content: str | bytes | None,
+                        timeout_s: float) -> httpx.Response:
+    """One hop: check the host, resolve, check every address, connect to a checked address
+    (the URL's host is replaced by the address; Host header and TLS SNI keep the name)."""
+    if url.scheme not in ("http", "https") or not url.host:
+        raise httpx.UnsupportedProtocol(f"only http(s) URLs with a host: {url}")
+    policy.check_host(url.host)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    addresses = await resolve(url.host, port, timeout_s)
+    policy.check(url.host, addresses)
+    pinned = egress.as_address(url.host) is None
+    failure: httpx.ConnectError | None = None
+    for address in addresses:
+        request = client.build_request(method, url, headers=headers, content=content,
+                                       timeout=timeout_s)
+        if pinned:
+            request.url = url.copy_with(host=str(address))
+            if url.scheme == "https":
+                request.extensions = {**request.extensions, "sni_hostname": url.host}
+        try:
+            return await client.send(request, stream=True)
+        except httpx.ConnectError as exc:  # next address, as a resolver-aware client would
+            failure = exc
+    assert failure is not None
+    raise failure
 
 
 async def run_http_call(

@@ -202,8 +202,8 @@ async def post(client: httpx.AsyncClient, base_url: str, api_key: str, request: 
                                      timeout_s=timeout_s, max_bytes=MAX_RESPONSE_BYTES)
     except ToolFailure as exc:
         code = {"http_timeout": "llm_timeout", "http_invalid_url": "llm_invalid_url",
-                "http_response_too_large": "llm_response_too_large"}.get(exc.code,
-                                                                         "llm_unreachable")
+                "http_response_too_large": "llm_response_too_large",
+                "egress_denied": "egress_denied"}.get(exc.code, "llm_unreachable")
         raise ToolFailure(code, scrub(f"{what}: {exc.message}", api_key)) from exc
     return status, body
 

@@ -1,0 +1,176 @@
+"""Egress policy: which hosts and addresses httpCall, callEndpoint, fetchMedia and callAI may reach.
+
+Pure code: parsing the allow and deny lists (``CHATFLOW_EGRESS_ALLOW``, ``CHATFLOW_EGRESS_DENY``)
+and deciding about a host name and the addresses it resolved to. The HTTP side
+(``runtime/blocks/http.py`` ``send``) resolves every host itself, checks every address with
+:meth:`EgressPolicy.check`, connects to a checked address (so a DNS answer that changes between
+the check and the connection cannot redirect the request: no DNS rebinding), and checks every
+redirect hop again.
+
+Entries are comma- or whitespace-separated:
+
+* an address or a CIDR: ``10.0.0.0/8``, ``169.254.169.254``, ``fd00:ec2::254``, ``fe80::/10``;
+* a host name: ``api.example.com`` (exactly that name) or ``.example.com`` / ``*.example.com``
+  (the name and every subdomain);
+* ``default`` (deny list only): the built-in list :data:`DEFAULT_DENY`.
+
+Rules: a request is refused when its host name matches a deny entry or *any* address it resolves
+to lies in a denied network (deny always wins). With an empty allow list everything else is
+allowed; with an allow list, the host name must match an allowed name or *every* address must lie
+in an allowed network. IPv4-mapped IPv6 addresses (``::ffff:169.254.169.254``) are checked as the
+IPv4 address they carry.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: Cloud metadata services and link-local ranges. Loopback stays allowed (tests, local dev):
+#: add ``127.0.0.0/8,::1`` to ``CHATFLOW_EGRESS_DENY`` to close it (docs/security.md).
+DEFAULT_DENY: tuple[str, ...] = (
+    "169.254.0.0/16",  # IPv4 link-local, incl. 169.254.169.254 (AWS, GCP, Azure, OpenStack...)
+    "fe80::/10",  # IPv6 link-local
+    "fd00:ec2::254",  # AWS metadata over IPv6
+    "100.100.100.200",  # Alibaba Cloud metadata
+    "metadata.google.internal",
+    "metadata.goog",
+)
+
+
+class EgressDenied(Exception):
+    """A destination the policy refuses; ``str(exc)`` says which rule."""
+
+
+def _split(spec: str | Iterable[str] | None) -> list[str]:
+    if spec is None:
+        return []
+    items = spec.replace(",", " ").split() if isinstance(spec, str) else list(spec)
+    return [i.strip() for i in items if i.strip()]
+
+
+def normalise_host(host: str) -> str:
+    """Lower case, no brackets, no trailing dot: ``[FE80::1]`` → ``fe80::1``."""
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def as_address(host: str) -> IPAddress | None:
+    """The address a host literal names, or None for a name."""
+    try:
+        return ipaddress.ip_address(normalise_host(host).split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+def _effective(address: IPAddress) -> list[IPAddress]:
+    """The address, plus the IPv4 address an IPv4-mapped IPv6 address carries."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return [address, address.ipv4_mapped]
+    return [address]
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """One list: networks, exact host names and host suffixes (``.example.com``)."""
+
+    networks: tuple[IPNetwork, ...] = ()
+    names: frozenset[str] = frozenset()
+    suffixes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, entries: Sequence[str]) -> Rules:
+        networks: list[IPNetwork] = []
+        names: set[str] = set()
+        suffixes: list[str] = []
+        for entry in entries:
+            text = normalise_host(entry)
+            try:
+                networks.append(ipaddress.ip_network(text, strict=False))
+                continue
+            except ValueError:
+                pass
+            if text.startswith("*."):
+                text = text[1:]
+            if not text or "/" in text or text == ".":
+                raise ValueError(f"egress rule {entry!r} is neither an address, a CIDR nor a host")
+            if text.startswith("."):
+                suffixes.append(text)
+                names.add(text[1:])
+            else:
+                names.add(text)
+        return cls(tuple(networks), frozenset(names), tuple(suffixes))
+
+    def __bool__(self) -> bool:
+        return bool(self.networks or self.names)
+
+    def host_rule(self, host: str) -> str | None:
+        name = normalise_host(host)
+        if name in self.names:
+            return name
+        return next((s for s in self.suffixes if name.endswith(s)), None)
+
+    def address_rule(self, address: IPAddress) -> str | None:
+        for candidate in _effective(address):
+            for network in self.networks:
+                if candidate.version == network.version and candidate in network:
+                    return str(network)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class EgressPolicy:
+    """Allow and deny lists; ``EgressPolicy()`` allows everything (no rules)."""
+
+    allow: Rules = Rules()
+    deny: Rules = Rules()
+
+    @classmethod
+    def parse(cls, allow: str | Iterable[str] | None = None,
+              deny: str | Iterable[str] | None = "default") -> EgressPolicy:
+        """From the settings' text; ``default`` in ``deny`` expands to :data:`DEFAULT_DENY`."""
+        denied: list[str] = []
+        for entry in _split(deny):
+            denied.extend(DEFAULT_DENY if entry.lower() == "default" else [entry])
+        return cls(Rules.parse(_split(allow)), Rules.parse(denied))
+
+    def check_host(self, host: str) -> None:
+        """Refuse a host name on the deny list before anything is resolved."""
+        rule = self.deny.host_rule(host)
+        if rule is not None:
+            raise EgressDenied(f"host {normalise_host(host)} is denied by egress rule {rule}")
+
+    def check(self, host: str, addresses: Sequence[IPAddress]) -> None:
+        """Raise :class:`EgressDenied` unless the host and every address it resolved to pass."""
+        self.check_host(host)
+        name = normalise_host(host)
+        if not addresses:
+            raise EgressDenied(f"host {name} resolved to no address")
+        for address in addresses:
+            rule = self.deny.address_rule(address)
+            if rule is not None:
+                raise EgressDenied(f"host {name} resolves to {address}, denied by egress rule {rule}")
+        if not self.allow or self.allow.host_rule(host) is not None:
+            return
+        outside = [a for a in addresses if self.allow.address_rule(a) is None]
+        if outside:
+            raise EgressDenied(f"host {name} ({outside[0]}) is not on the egress allow list")
+
+
+DEFAULT_POLICY = EgressPolicy.parse()
+_bound: weakref.WeakKeyDictionary[Any, EgressPolicy] = weakref.WeakKeyDictionary()
+
+
+def bind(client: Any, policy: EgressPolicy) -> None:
+    """Use ``policy`` for every request ``send`` makes through ``client`` (an httpx client)."""
+    _bound[client] = policy
+
+
+def policy_for(client: Any) -> EgressPolicy:
+    """The policy bound to ``client``, else :data:`DEFAULT_POLICY`."""
+    return _bound.get(client, DEFAULT_POLICY)
