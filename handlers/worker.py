@@ -176,6 +176,10 @@ class Worker:
                 failing = True
             except Exception:
                 log.exception("recovery loop tick failed")
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # A tick can swallow stop()'s cancellation (seen in redis-py I/O); honour it.
+                raise asyncio.CancelledError
             await asyncio.sleep(interval_ms / 1000)
 
     async def _reclaim_all(self) -> None:
