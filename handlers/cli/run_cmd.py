@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
@@ -15,6 +16,7 @@ import structlog
 from ..embedded import EmbeddedServer
 from ..examples import publish_examples
 from ..logging import configure_logging
+from ..native import load_native_tools
 from ..settings import Settings
 from ..worker import Worker
 from .common import add_redis_flag, require_url, settings_from
@@ -43,15 +45,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="in-flight batches per subscriber (default CHATFLOW_INFLIGHT_BATCHES)")
     worker.add_argument("--metrics-port", type=int, default=None,
                         help="serve /metrics and /health/* (process i of --processes uses port+i)")
+    worker.add_argument("--tools", action="append", default=[], metavar="MODULE",
+                        help="serve this module's @tool functions as native tools (repeatable)")
     worker.set_defaults(handler=cmd_worker)
 
 
-async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None) -> None:
+async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None,
+                tool_modules: Sequence[str] = ()) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    worker = Worker(settings, url)
+    worker = Worker(settings, url, native_tools=load_native_tools(tool_modules))
     await worker.start()
     try:
         await stop.wait()
@@ -59,12 +64,13 @@ async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None)
         await worker.stop()
 
 
-def _worker_process(settings_json: str, url: str, index: int = 0) -> None:
+def _worker_process(settings_json: str, url: str, index: int = 0,
+                    tool_modules: Sequence[str] = ()) -> None:
     configure_logging()
     settings = Settings.model_validate_json(settings_json)
     if settings.metrics_port:  # one exposition per process: see handlers/metrics.py
         settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
-    asyncio.run(serve(settings, url))
+    asyncio.run(serve(settings, url, tool_modules=tool_modules))
 
 
 def _with_metrics_port(settings: Settings, args: argparse.Namespace) -> Settings:
@@ -80,11 +86,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"inflight_batches": args.concurrency})
     settings = _with_metrics_port(settings, args)
     url = require_url(settings)
+    load_native_tools(args.tools)  # a bad module fails here, before any process starts
     if args.processes <= 1:
-        asyncio.run(serve(settings, url))
+        asyncio.run(serve(settings, url, tool_modules=args.tools))
         return 0
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker_process, args=(settings.model_dump_json(), url, i))
+    procs = [ctx.Process(target=_worker_process,
+                         args=(settings.model_dump_json(), url, i, tuple(args.tools)))
              for i in range(args.processes)]
     for p in procs:
         p.start()

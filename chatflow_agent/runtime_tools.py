@@ -1,0 +1,342 @@
+"""Agents calling the runtime's tools: custom tools on the stream, native tools on the workers.
+
+::
+
+    runtime = await RuntimeTools.load(redis_url, published_tool_ids=["pt-order-status"],
+                                      native_names=["updateSentiment"])
+    agent = Agent("Support", tools=[*runtime, my_python_tool], model="gemini-2.5-flash")
+
+* :class:`RuntimeTool`: a published custom tool with ``enabledForAI``. Each call is
+  an ``executeTool`` command on ``stream:tool-commands``; its ``ok`` result is the
+  value the model reads, its error becomes the model's error result.
+* :class:`NativeToolProxy`: a ``@tool`` function a worker serves
+  (``chatflow worker --tools module``). Each call goes to
+  ``stream:native-tool-calls:{nativeName}`` and its answer comes back on
+  ``stream:native-tool-results`` (docs/agents.md).
+
+Both satisfy ``AgentTool``. A call that fails, times out or cannot reach Redis
+raises ``ToolExecutionError``, which the Runner hands the model as an error result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import msgspec
+from redis.exceptions import RedisError
+
+from handlers.client import ResultTimeout, execute, last_id
+from handlers.keys import Keys
+from handlers.native import NativeCall, NativeResult
+from handlers.redis_client import Client, make_client
+from schemas.wire import ExecuteToolCommand
+
+from .core.agent import AgentTool
+from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
+from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec
+from .tools import Tool
+from .tools.execution import run_sync
+
+_native_result = msgspec.json.Decoder(NativeResult)
+_encode = msgspec.json.Encoder()
+
+
+class RuntimeToolsError(ChatflowAgentError):
+    """Raised when a runtime tool cannot be loaded: missing, unpublished or not served."""
+
+
+class RuntimeConnection:
+    """Where the runtime is: a Redis URL, the key prefix, and how long a call may take.
+
+    The Redis client is made per event loop, so tools loaded in one loop work in
+    another (``Runner.run`` runs its own).
+    """
+
+    def __init__(self, url: str, *, prefix: str = "", cluster: bool = False,
+                 timeout_s: float = 60.0, contact_id: str = "agent",
+                 variables: Mapping[str, Any] | None = None) -> None:
+        self.url = url
+        self.keys = Keys(prefix)
+        self.cluster = cluster
+        self.timeout_s = timeout_s
+        self.contact_id = contact_id
+        self.variables = dict(variables or {})
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Client] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def client(self) -> Client:
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(loop)
+        if found is None:
+            found = self._clients[loop] = make_client(self.url, cluster=self.cluster)
+        return found
+
+    async def aclose(self) -> None:
+        """Close this loop's client (others close with their loops)."""
+        found = self._clients.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found.aclose()
+
+    async def _get_json(self, key: str) -> Any:
+        raw = await self.client().get(key)
+        return None if raw is None else json.loads(raw)
+
+
+class RuntimeTool:
+    """A published custom tool, called through ``stream:tool-commands``."""
+
+    def __init__(self, spec: RuntimeToolSpec, connection: RuntimeConnection, *,
+                 published_tool_id: str, tool_id: str) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.description = spec.description
+        self.connection = connection
+        self.published_tool_id = published_tool_id
+        self.tool_id = tool_id
+
+    def to_gemini_declaration(self) -> dict[str, Any]:
+        return self.spec.to_gemini_declaration()
+
+    def to_openai_parameters(self, *, strict: bool = False) -> dict[str, Any]:
+        return self.spec.to_openai_parameters(strict=strict)
+
+    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]:
+        return self.spec.to_openai_tool(strict=strict)
+
+    def to_anthropic_tool(self) -> dict[str, Any]:
+        return self.spec.to_anthropic_tool()
+
+    def __repr__(self) -> str:
+        return f"RuntimeTool(name={self.name!r}, published_tool_id={self.published_tool_id!r})"
+
+    def bind_model_arguments(self, arguments: Mapping[str, Any], *, gemini: bool) -> dict[str, Any]:
+        """Check the arguments against the inputs; a null for an optional input is left out."""
+        self.spec.bind(arguments)
+        return {k: v for k, v in arguments.items() if v is not None}
+
+    def command(self, arguments: Mapping[str, Any], *, command_id: str | None = None
+                ) -> ExecuteToolCommand:
+        """The executeTool command of one call.
+
+        Arguments travel as context variables, not as ``inputVariables``: a model's
+        text is data, never a template to render against the contact's variables.
+        """
+        conn = self.connection
+        data = {
+            "commandId": command_id or f"agent-{uuid.uuid4().hex}",
+            "action": {"id": f"agent-call-{self.name}", "type": "executeTool",
+                       "toolId": self.tool_id, "publishedToolId": self.published_tool_id},
+            "context": {"contactId": conn.contact_id,
+                        "variables": {**conn.variables, **self.spec.bind(arguments)}},
+        }
+        return msgspec.convert(data, ExecuteToolCommand)
+
+    async def execute_async(self, **kwargs: Any) -> Any:
+        conn = self.connection
+        command = self.command(kwargs)
+        try:
+            result = await execute(conn.client(), conn.keys, command, timeout_s=conn.timeout_s)
+        # ``from None``: the Runner shows the model a failure's cause, and ours says more.
+        except ResultTimeout:
+            raise ToolExecutionError(
+                f"tool {self.name!r}: no result from the runtime within {conn.timeout_s}s",
+                tool_name=self.name,
+            ) from None
+        except RedisError as exc:
+            raise ToolExecutionError(f"tool {self.name!r}: runtime unreachable: {exc}",
+                                     tool_name=self.name) from None
+        if result.ok:
+            return result.result
+        message = (result.error.message if result.error else None) or result.errorMessage
+        raise ToolExecutionError(message or f"tool {self.name!r} failed", tool_name=self.name)
+
+    def execute(self, **kwargs: Any) -> Any:
+        return run_sync(self.execute_async(**kwargs))
+
+
+class NativeToolProxy:
+    """A native tool that runs on the workers; its spec comes from ``native-tool:{name}``."""
+
+    def __init__(self, spec: Mapping[str, Any], connection: RuntimeConnection) -> None:
+        self.spec = dict(spec)
+        self.name = str(spec["name"])
+        self.description = str(spec.get("description") or "")
+        self.connection = connection
+
+    def __repr__(self) -> str:
+        return f"NativeToolProxy(name={self.name!r})"
+
+    @classmethod
+    def from_tool(cls, item: Tool[Any, Any], connection: RuntimeConnection) -> NativeToolProxy:
+        """A proxy for a tool this process has too (the spec comes from the code)."""
+        from handlers.native import native_spec
+
+        return cls(native_spec(item), connection)
+
+    def to_gemini_declaration(self) -> dict[str, Any]:
+        declaration: dict[str, Any] = json.loads(json.dumps(self.spec["gemini"]))
+        return declaration  # a copy: callers may edit what they get
+
+    def to_openai_parameters(self, *, strict: bool = False) -> dict[str, Any]:
+        schema = self.spec["strictParameters"] if strict else self.spec["parameters"]
+        if schema is None:
+            raise ToolSchemaError(f"native tool {self.name!r} cannot use OpenAI strict mode",
+                                  function=self.name)
+        copied: dict[str, Any] = json.loads(json.dumps(schema))
+        return copied
+
+    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": self.name, "description": self.description,
+                                    "parameters": self.to_openai_parameters(strict=strict)}
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+    def to_anthropic_tool(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.to_openai_parameters()}
+
+    def bind_model_arguments(self, arguments: Mapping[str, Any], *, gemini: bool) -> dict[str, Any]:
+        # The worker binds them against the function's signature (handlers/native.py).
+        return dict(arguments)
+
+    async def execute_async(self, **kwargs: Any) -> Any:
+        conn = self.connection
+        keys = conn.keys
+        call = NativeCall(callId=f"native-{uuid.uuid4().hex}", tool=self.name, arguments=kwargs,
+                          replyTo=keys.native_results,
+                          deadlineMs=int((time.time() + conn.timeout_s) * 1000))
+        try:
+            client = conn.client()
+            after = await last_id(client, keys.native_results)
+            await client.xadd(keys.native_calls(self.name), {"data": _encode.encode(call)})
+            answer = await _wait_native(client, keys.native_results, call.callId, after,
+                                        conn.timeout_s)
+        except RedisError as exc:
+            raise ToolExecutionError(f"tool {self.name!r}: runtime unreachable: {exc}",
+                                     tool_name=self.name) from None
+        if answer is None:
+            raise ToolExecutionError(
+                f"tool {self.name!r}: no worker answered within {conn.timeout_s}s "
+                f"(is one running with --tools?)", tool_name=self.name)
+        if answer.ok:
+            return answer.result
+        raise ToolExecutionError(answer.error or f"tool {self.name!r} failed", tool_name=self.name)
+
+    def execute(self, **kwargs: Any) -> Any:
+        return run_sync(self.execute_async(**kwargs))
+
+
+async def _wait_native(client: Client, stream: str, call_id: str, after: bytes,
+                       timeout_s: float) -> NativeResult | None:
+    cursor = after
+    deadline = time.monotonic() + timeout_s
+    while (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
+        reply = await client.xread({stream: cursor}, count=1000, block=min(left_ms, 1000))
+        for _name, entries in reply or []:
+            for entry_id, fields in entries:
+                cursor = entry_id
+                try:
+                    result = _native_result.decode(fields[b"data"])
+                except (KeyError, msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if result.callId == call_id:
+                    return result
+    return None
+
+
+class RuntimeTools(Sequence[AgentTool]):
+    """The runtime tools an agent may call, loaded from Redis; a sequence of AgentTools."""
+
+    def __init__(self, tools: Iterable[AgentTool], connection: RuntimeConnection) -> None:
+        self.tools: tuple[AgentTool, ...] = tuple(tools)
+        self.connection = connection
+
+    @overload
+    def __getitem__(self, index: int) -> AgentTool: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[AgentTool]: ...
+
+    def __getitem__(self, index: int | slice) -> AgentTool | Sequence[AgentTool]:
+        return self.tools[index]
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __iter__(self) -> Iterator[AgentTool]:
+        return iter(self.tools)
+
+    def __repr__(self) -> str:
+        return f"RuntimeTools({[t.name for t in self.tools]!r})"
+
+    @classmethod
+    async def load(cls, connection: RuntimeConnection | str, *,
+                   published_tool_ids: Iterable[str] = (), native_names: Iterable[str] = (),
+                   agent_id: str | None = None, prefix: str = "",
+                   timeout_s: float = 60.0) -> RuntimeTools:
+        """Load tools by ``publishedToolId``, by ``nativeName``, and/or an agent's cache.
+
+        ``agent_id`` reads ``ai-agent:{agentId}`` (the registry's projection): its
+        custom tools with ``enabledForAI`` and its native tools. Anything named that
+        does not exist, is not exposed to AI or has no worker serving it raises
+        RuntimeToolsError; a slug no provider accepts raises ToolSchemaError.
+        """
+        conn = (RuntimeConnection(connection, prefix=prefix, timeout_s=timeout_s)
+                if isinstance(connection, str) else connection)
+        tools: list[AgentTool] = []
+        for pt in published_tool_ids:
+            tools.append(await _load_published(conn, pt))
+        natives = list(native_names)
+        if agent_id is not None:
+            cache = await conn._get_json(conn.keys.ai_agent(agent_id))
+            if cache is None:
+                raise RuntimeToolsError(f"no AI agent {agent_id!r} in the runtime "
+                                        f"(key {conn.keys.ai_agent(agent_id)!r})")
+            for entry in cache.get("tools") or []:
+                if entry.get("kind") == "native":
+                    natives.append(str(entry.get("nativeName")))
+                elif entry.get("enabledForAI") and entry.get("publishedToolId"):
+                    tools.append(RuntimeTool(agent_cache_spec(entry), conn,
+                                             published_tool_id=entry["publishedToolId"],
+                                             tool_id=str(entry.get("toolId") or "")))
+        for name in natives:
+            spec = await conn._get_json(conn.keys.native_tool(name))
+            if spec is None:
+                raise RuntimeToolsError(
+                    f"no worker serves native tool {name!r}: start one with "
+                    f"`chatflow worker --tools <module>`")
+            tools.append(NativeToolProxy(spec, conn))
+        return cls(tools, conn)
+
+    @classmethod
+    def load_sync(cls, connection: RuntimeConnection | str, **kwargs: Any) -> RuntimeTools:
+        """``load``, blocking; for code that has no event loop."""
+        return run_sync(cls.load(connection, **kwargs))
+
+    async def aclose(self) -> None:
+        await self.connection.aclose()
+
+
+async def _load_published(conn: RuntimeConnection, published_tool_id: str) -> RuntimeTool:
+    record = await conn._get_json(conn.keys.tool(published_tool_id))
+    if record is None:
+        raise RuntimeToolsError(f"tool {published_tool_id!r} is not published "
+                                f"(key {conn.keys.tool(published_tool_id)!r} is missing)")
+    tool_id = str(record.get("toolId") or "")
+    # The tool's own description lives in the registry's view, not in the published record.
+    view_raw = await conn.client().hget(conn.keys.registry_view("tools"), tool_id) if tool_id else None
+    view = json.loads(view_raw) if view_raw else {}
+    spec = custom_tool_spec(record, view.get("description"))
+    return RuntimeTool(spec, conn, published_tool_id=published_tool_id, tool_id=tool_id)
+
+
+__all__ = ["NativeToolProxy", "RuntimeConnection", "RuntimeTool", "RuntimeTools",
+           "RuntimeToolsError"]

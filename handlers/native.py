@@ -1,0 +1,166 @@
+"""Native tools on the workers: ``@tool`` functions that agents call through Redis.
+
+``chatflow worker --tools my.module`` imports the module and serves every
+``chatflow_agent.Tool`` defined at its top level (or listed in its ``TOOLS``).
+The tool's name is its ``nativeName``. For each one the worker
+
+* writes the function spec to ``native-tool:{name}`` (the client's
+  ``NativeToolProxy`` reads it, so the agent's process needs no copy of the code);
+* reads ``stream:native-tool-calls:{name}`` in the group ``chatflow-native-tools``:
+  only workers that loaded the tool take its calls;
+* answers each call on its ``replyTo`` stream (default ``stream:native-tool-results``).
+
+Calls are at most once: an entry is acked and deleted before the tool runs, so a
+worker that dies mid-call leaves the caller to its timeout rather than running a
+side effect twice. A raising tool, bad arguments or an expired call become an
+error answer; nothing a tool does can stop the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+import structlog
+from pydantic_core import to_jsonable_python
+from redis.exceptions import ResponseError
+
+from chatflow_agent.errors import ToolArgumentsError, ToolSchemaError
+from chatflow_agent.tools import Tool
+
+from .keys import NATIVE_GROUP, Keys
+from .redis_client import Client
+
+log = structlog.get_logger("chatflow.native")
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+class NativeCall(msgspec.Struct, frozen=True):
+    """One entry of ``stream:native-tool-calls:{name}`` (field ``data``)."""
+
+    callId: str
+    tool: str
+    arguments: dict[str, Any] = {}
+    replyTo: str | None = None
+    deadlineMs: int | None = None  # epoch ms after which the caller has given up
+
+
+class NativeResult(msgspec.Struct, frozen=True):
+    """One entry of the reply stream (field ``data``)."""
+
+    callId: str
+    tool: str
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    durationMs: int = 0
+
+
+_decode_call = msgspec.json.Decoder(NativeCall)
+_encode = msgspec.json.Encoder()
+
+
+def load_native_tools(modules: Iterable[str]) -> dict[str, Tool[Any, Any]]:
+    """Import ``modules`` and collect their tools by name (``TOOLS`` if a module defines it)."""
+    tools: dict[str, Tool[Any, Any]] = {}
+    for path in modules:
+        module = importlib.import_module(path)
+        listed = getattr(module, "TOOLS", None)
+        found = list(listed) if listed is not None else [
+            value for value in vars(module).values() if isinstance(value, Tool)
+        ]
+        if not found:
+            raise ValueError(f"module {path!r} defines no chatflow_agent tools")
+        for item in found:
+            if not isinstance(item, Tool):
+                raise ValueError(f"{path}.TOOLS holds {item!r}, which is not a Tool")
+            other = tools.get(item.name)
+            if other is not None and other is not item:
+                raise ValueError(f"two native tools are named {item.name!r}")
+            tools[item.name] = item
+    return tools
+
+
+def native_spec(item: Tool[Any, Any]) -> dict[str, Any]:
+    """What ``native-tool:{name}`` holds: the tool's declaration in every dialect."""
+    try:
+        strict: dict[str, Any] | None = item.to_openai_parameters(strict=True)
+    except ToolSchemaError:
+        strict = None
+    return {"name": item.name, "description": item.description,
+            "gemini": item.to_gemini_declaration(), "parameters": item.to_openai_parameters(),
+            "strictParameters": strict}
+
+
+def _failure_text(exc: Exception) -> str:
+    # What the model reads, as the Runner words a local tool's failure.
+    cause = exc.__cause__
+    if isinstance(exc, ToolArgumentsError) or not isinstance(cause, BaseException):
+        return str(exc) or type(exc).__name__
+    return str(cause) or type(cause).__name__
+
+
+class NativeToolServer:
+    """The worker's side of native tool calls."""
+
+    def __init__(self, client: Client, keys: Keys, tools: Mapping[str, Tool[Any, Any]],
+                 results_maxlen: int = 0) -> None:
+        self.client = client
+        self.keys = keys
+        self.tools = dict(tools)
+        self.results_maxlen = results_maxlen
+
+    async def start(self) -> None:
+        """Create each tool's group (at id 0) and publish its spec."""
+        for name, item in self.tools.items():
+            with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+                await self.client.xgroup_create(self.keys.native_calls(name), NATIVE_GROUP,
+                                                id="0", mkstream=True)
+            await self.client.set(self.keys.native_tool(name), _encode.encode(native_spec(item)))
+        if self.tools:
+            log.info("native tools served", tools=sorted(self.tools))
+
+    async def process(self, name: str, entries: list[Entry]) -> None:
+        stream = self.keys.native_calls(name)
+        ids = [entry_id for entry_id, _fields in entries]
+        await self.client.xack(stream, NATIVE_GROUP, *ids)  # at most once: see the module doc
+        await self.client.xdel(stream, *ids)
+        await asyncio.gather(*(self._answer(name, fields) for _id, fields in entries))
+
+    async def _answer(self, name: str, fields: dict[bytes, bytes]) -> None:
+        try:
+            call = _decode_call.decode(fields[b"data"])
+        except (KeyError, msgspec.ValidationError, msgspec.DecodeError) as exc:
+            log.warning("undecodable native tool call dropped", tool=name, error=str(exc))
+            return
+        result = await self.run(call)
+        stream = call.replyTo or self.keys.native_results
+        maxlen = self.results_maxlen or None
+        await self.client.xadd(stream, {"data": _encode.encode(result)}, maxlen=maxlen,
+                               approximate=True)
+
+    async def run(self, call: NativeCall) -> NativeResult:
+        started = time.monotonic()
+
+        def answer(ok: bool, result: Any = None, error: str | None = None) -> NativeResult:
+            ms = int((time.monotonic() - started) * 1000)
+            return NativeResult(call.callId, call.tool, ok, result, error, ms)
+
+        item = self.tools.get(call.tool)
+        if item is None:
+            return answer(False, error=f"this worker does not serve native tool {call.tool!r}")
+        if call.deadlineMs is not None and time.time() * 1000 > call.deadlineMs:
+            return answer(False, error=f"native tool call {call.callId} expired before it ran")
+        try:
+            # The spec the model saw came from native_spec: undo Gemini's enum strings.
+            kwargs = item.bind_model_arguments(call.arguments, gemini=True)
+            value = await item.execute_async(**kwargs)
+            return answer(True, to_jsonable_python(value, fallback=repr))
+        except Exception as exc:  # a tool's failure is an answer, never the worker's
+            log.info("native tool failed", tool=call.tool, error=str(exc))
+            return answer(False, error=_failure_text(exc))
