@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from handlers.cli.main import main
+from handlers.logging import configure_logging
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer
 from tests.ops.tools import publish_examples, returning, script_failing
 
 
 @pytest.fixture
-def env(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
+def env(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    """The CLI pointed at the harness; the workers' log lines kept off the captured stdout."""
     monkeypatch.setenv("CHATFLOW_PREFIX", harness.settings.prefix)
     monkeypatch.setenv("REDIS_URL", harness.url)
-    return harness
+    previous = structlog.get_config()
+    configure_logging(json=True, stream=io.StringIO())
+    try:
+        yield harness
+    finally:
+        structlog.configure(**previous)
 
 
 @pytest.fixture

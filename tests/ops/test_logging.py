@@ -16,11 +16,12 @@ from handlers.logging import bound_execution, configure_logging
 @pytest.fixture
 def json_logs() -> Iterator[io.StringIO]:
     stream = io.StringIO()
+    previous = structlog.get_config()
     configure_logging("DEBUG", json=True, stream=stream)
     try:
         yield stream
     finally:
-        structlog.reset_defaults()
+        structlog.configure(**previous)
         structlog.contextvars.clear_contextvars()
 
 

@@ -26,7 +26,9 @@ def value(fams: dict[str, list[tuple[str, dict[str, str], float]]], sample: str,
 async def test_the_metrics_endpoint_shows_executions_blocks_errors_and_streams(
         bare: Harness) -> None:
     port = free_port()
-    await bare.start_worker(metrics_port=port, metrics_host="127.0.0.1", max_hops=3)
+    # room for this test's tool labels, whatever earlier tests in this process admitted
+    await bare.start_worker(metrics_port=port, metrics_host="127.0.0.1", max_hops=3,
+                            metrics_max_tools=10_000)
     await bare.put_tool("pt-m-ok", returning("hi"))
     await bare.put_tool("pt-m-bad", script_failing())
     await bare.put_tool("pt-m-loop", looping())
