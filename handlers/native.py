@@ -32,6 +32,7 @@ from redis.exceptions import ResponseError
 
 from chatflow_agent.errors import ToolArgumentsError, ToolSchemaError
 from chatflow_agent.tools import Tool
+from runtime.errors import ConfigurationError
 
 from .keys import NATIVE_GROUP, Keys
 from .redis_client import Client
@@ -69,19 +70,22 @@ def load_native_tools(modules: Iterable[str]) -> dict[str, Tool[Any, Any]]:
     """Import ``modules`` and collect their tools by name (``TOOLS`` if a module defines it)."""
     tools: dict[str, Tool[Any, Any]] = {}
     for path in modules:
-        module = importlib.import_module(path)
+        try:
+            module = importlib.import_module(path)
+        except ImportError as exc:
+            raise ConfigurationError(f"--tools {path}: cannot import it: {exc}") from exc
         listed = getattr(module, "TOOLS", None)
         found = list(listed) if listed is not None else [
             value for value in vars(module).values() if isinstance(value, Tool)
         ]
         if not found:
-            raise ValueError(f"module {path!r} defines no chatflow_agent tools")
+            raise ConfigurationError(f"--tools {path}: the module defines no chatflow_agent tools")
         for item in found:
             if not isinstance(item, Tool):
-                raise ValueError(f"{path}.TOOLS holds {item!r}, which is not a Tool")
+                raise ConfigurationError(f"--tools {path}: TOOLS holds {item!r}, which is not a Tool")
             other = tools.get(item.name)
             if other is not None and other is not item:
-                raise ValueError(f"two native tools are named {item.name!r}")
+                raise ConfigurationError(f"--tools: two native tools are named {item.name!r}")
             tools[item.name] = item
     return tools
 
