@@ -122,7 +122,9 @@ def error_message_of(body: bytes) -> str:
 
 
 def size_text(n: int) -> str:
-    return f"{n / (1024 * 1024):g} MB"
+    """``25 MB (26214400 bytes)``; below 1 MB just ``1000 bytes``."""
+    mb = 1024 * 1024
+    return f"{n / mb:g} MB ({n} bytes)" if n >= mb else f"{n} bytes"
 
 
 class MediaFetcher:
@@ -247,8 +249,7 @@ class MediaFetcher:
     def _too_large(self, what: str) -> ToolFailure:
         cap = self.config.max_bytes
         return ToolFailure("media_too_large",
-                           f"fetchMedia: mídia maior que o limite de {size_text(cap)} "
-                           f"({cap} bytes): {what}")
+                           f"fetchMedia: mídia maior que o limite de {size_text(cap)}: {what}")
 
 
 def _bare(header: str) -> str:

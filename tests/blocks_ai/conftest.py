@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -34,15 +35,32 @@ async def fakes() -> AsyncIterator[Fakes]:
             openai.released.set()  # let a hanging request finish before the server stops
 
 
+Opener = Callable[..., Awaitable[Harness]]
+
+
 @pytest.fixture
-async def ai(redis_url: str, prefix: str, fakes: Fakes) -> AsyncIterator[Harness]:
-    """A harness whose worker talks to the fakes, with credential ``cred-1`` in the cache."""
-    h = Harness(redis_url, prefix, graph_base_url=fakes.graph.url, graph_version="v21.0")
-    credential = {"id": "cred-1", "name": "OpenAI", "provider": "openai",
-                  "baseUrl": f"{fakes.openai.url}/v1", "apiKey": fakes.api_key}
-    await h.client.set(h.keys.llm_credential("cred-1"), json.dumps(credential))
-    await h.start_worker()
+async def open_ai(redis_url: str, prefix: str, fakes: Fakes) -> AsyncIterator[Opener]:
+    """Opens the harness of ``ai`` with settings overridden (``llm_timeout_ms=300``)."""
+    opened: list[Harness] = []
+
+    async def open_harness(**overrides: Any) -> Harness:
+        h = Harness(redis_url, prefix, graph_base_url=fakes.graph.url, graph_version="v21.0",
+                    **overrides)
+        opened.append(h)
+        credential = {"id": "cred-1", "name": "OpenAI", "provider": "openai",
+                      "baseUrl": f"{fakes.openai.url}/v1", "apiKey": fakes.api_key}
+        await h.client.set(h.keys.llm_credential("cred-1"), json.dumps(credential))
+        await h.start_worker()
+        return h
+
     try:
-        yield h
+        yield open_harness
     finally:
-        await h.close()
+        for h in opened:
+            await h.close()
+
+
+@pytest.fixture
+async def ai(open_ai: Opener) -> Harness:
+    """A harness whose worker talks to the fakes, with credential ``cred-1`` in the cache."""
+    return await open_ai()

@@ -90,6 +90,7 @@ class FakeOpenAI:
     api_key: str
     replies: list[str] = field(default_factory=list)
     failure: JSONResponse | None = None
+    failure_path: str | None = None  # None: every route fails
     hang: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -121,7 +122,9 @@ class FakeOpenAI:
             return denied
         if self.hang:
             await self.released.wait()
-        return self.failure
+        if self.failure_path is None or request.url.path.endswith(self.failure_path):
+            return self.failure
+        return None
 
     async def chat(self, request: Request) -> Response:
         stop = await self._before(request)
@@ -231,6 +234,12 @@ def check_chat(body: Any, content_type: str) -> dict[str, Any]:
                              "length 1.", param="messages", code="empty_array")
     record: dict[str, Any] = {"json": body, "texts": [], "images": 0, "pdf_pages": 0,
                               "prompt_words": 0}
+    _check_messages(messages, record)
+    _check_options(body, record)
+    return record
+
+
+def _check_messages(messages: list[Any], record: dict[str, Any]) -> None:
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role not in {"system", "developer", "user", "assistant"}:
@@ -247,6 +256,9 @@ def check_chat(body: Any, content_type: str) -> dict[str, Any]:
         else:
             raise InvalidRequest(f"Invalid type for 'messages.[{i}].content'.",
                                  param=f"messages.[{i}].content", code="invalid_type")
+
+
+def _check_options(body: dict[str, Any], record: dict[str, Any]) -> None:
     limit = body.get("max_tokens")
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InvalidRequest(f"Invalid 'max_tokens': integer below minimum value. Expected a "
@@ -262,7 +274,6 @@ def check_chat(body: Any, content_type: str) -> dict[str, Any]:
         if kind == "json_object" and not any("json" in t.lower() for t in record["texts"]):
             raise InvalidRequest("'messages' must contain the word 'json' in some form, to use "
                                  "'response_format' of type 'json_object'.", param="messages")
-    return record
 
 
 async def check_transcription(form: Any) -> dict[str, Any]:
