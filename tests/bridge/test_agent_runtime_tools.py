@@ -176,6 +176,17 @@ async def test_a_failing_custom_tool_raises_the_runtime_s_error_message(runtime:
         await track.execute_async(code="X9")
 
 
+async def test_a_model_s_argument_is_data_never_a_template_over_the_contact_s_variables(
+    runtime: Runtime,
+) -> None:
+    pt = await runtime.publish("t-order", ORDER_STATUS, "Finds orders.")
+    connection = RuntimeConnection(runtime.harness.url, prefix=runtime.harness.keys.prefix,
+                                   variables={"secret": "s3cr3t"})
+    [order] = await RuntimeTools.load(connection, published_tool_ids=[pt])
+    answer = await order.execute_async(orderId="{{secret}}", express=False)
+    assert answer == "order {{secret}}: shipped (express=false, weight=)"
+
+
 async def test_a_raising_native_tool_answers_with_an_error_and_the_worker_keeps_serving(
     runtime: Runtime,
 ) -> None:
