@@ -1,0 +1,24 @@
+"""The short form of ``python -m bench.chaos``: worker processes SIGKILLed under load."""
+
+from __future__ import annotations
+
+from bench.chaos import run
+
+
+async def test_every_command_gets_one_result_while_workers_are_killed_every_few_seconds(
+        redis_url: str) -> None:
+    report = await run(redis_url, executions=600, seconds=60, workers=3, kill_every=1.5,
+                       rate=50, seed=11)
+    print(report.render())
+    assert report.kills >= 3
+    assert (report.results, report.lost, report.duplicates) == (600, 0, 0)
+    assert report.failed == 0 and report.wrong == 0
+
+
+async def test_every_execution_event_is_counted_once_by_the_projection_despite_kills(
+        redis_url: str) -> None:
+    report = await run(redis_url, executions=300, seconds=60, workers=2, kill_every=1.5,
+                       rate=40, seed=12)
+    assert report.kills >= 2
+    assert report.event_duplicates == 0
+    assert report.projection == {tool: (n, n) for tool, n in report.expected_events.items()}
