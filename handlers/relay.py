@@ -8,6 +8,8 @@ harmless: the redelivered entry finds its marker and is only acked.
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 
 from . import metrics
@@ -25,11 +27,19 @@ class Relay:
         self.keys: Keys = store.keys
         self.settings = settings
         self.published = 0
+        self._order: dict[int, asyncio.Lock] = {}
 
     def target(self, kind: bytes, key: bytes) -> tuple[str, int]:
         return self.store.targets.resolve(kind.decode(), key.decode())
 
     async def process(self, partition: int, entries: list[Entry]) -> None:
+        # One batch of a partition at a time, in the order read: a subscriber keeps several
+        # batches in flight, and a tree's messages (debug events) must not overtake each other.
+        lock = self._order.setdefault(partition, asyncio.Lock())
+        async with lock:
+            await self._relay(partition, entries)
+
+    async def _relay(self, partition: int, entries: list[Entry]) -> None:
         items: list[Publish] = []
         for entry_id, fields in entries:
             stream, maxlen = self.target(fields.get(b"k", b""), fields.get(b"t", b""))

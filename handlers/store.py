@@ -23,7 +23,6 @@ from .keys import STEPS_GROUP, Keys
 from .redis_client import Client
 
 
-
 class LuaScript:
     """A script sent as EVALSHA inside pipelines.
 
@@ -37,7 +36,9 @@ class LuaScript:
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
     def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
-        pipe.evalsha(self.sha, len(keys), *keys, *args)
+        # execute_command, not pipe.evalsha: redis-py's ClusterPipeline refuses the latter,
+        # yet routes a queued EVALSHA by its keys (all in one slot: one node).
+        pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
 COMMIT = LuaScript("commit")

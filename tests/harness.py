@@ -30,7 +30,7 @@ class Harness:
         self.url = url
         self.settings = Settings(redis_url=url, prefix=prefix, **{**FAST, **overrides})
         self.keys = Keys(self.settings.prefix, self.settings.partitions)
-        self.client = make_client(url)
+        self.client = make_client(url, cluster=self.settings.redis_cluster)
         self.workers: list[Worker] = []
 
     async def start_worker(self, **overrides: Any) -> Worker:

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 import structlog
+from redis.exceptions import NoScriptError
 
 from schemas.wire import ToolExecutionStreamEvent
 
@@ -125,17 +126,24 @@ class ExecutionLog:
         log_floor = now - self.log_retention_ms
         bucket_floor = now // HOUR_MS - WINDOW_HOURS - 24  # keep a day beyond the window
         k, ns = self.keys, self.ns
-        async with self.client.pipeline(transaction=False) as pipe:
-            for r in rows:
-                await self._apply(
-                    keys=[k.proj_log(r.tool, ns), k.proj_events(r.tool, ns),
-                          k.proj_buckets(r.tool, ns)],
-                    args=[r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
-                          r.duration_ms, r.data, log_floor, bucket_floor],
-                    client=pipe)
-            for tool in {r.tool for r in rows}:
-                pipe.sadd(k.proj_tools(ns), tool)
-            verdicts = await pipe.execute()
+        for attempt in (1, 2):
+            # EVALSHA queued by hand: redis-py's ClusterPipeline refuses Script objects.
+            async with self.client.pipeline(transaction=False) as pipe:
+                for r in rows:
+                    pipe.execute_command(
+                        "EVALSHA", self._apply.sha, 3, k.proj_log(r.tool, ns),
+                        k.proj_events(r.tool, ns), k.proj_buckets(r.tool, ns),
+                        r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
+                        r.duration_ms, r.data, log_floor, bucket_floor)
+                for tool in {r.tool for r in rows}:
+                    pipe.sadd(k.proj_tools(ns), tool)
+                try:
+                    verdicts = await pipe.execute()
+                    break
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+                    await self.client.script_load(_APPLY)  # every primary, on a cluster
         new = sum(1 for v in verdicts[:len(rows)] if v == 1)
         self.applied += new
         self.duplicates += sum(1 for v in verdicts[:len(rows)] if v == 0)
