@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,9 @@ from faststream import Context
 from faststream.middlewares import AckPolicy
 from faststream.redis import RedisBroker, StreamSub
 from faststream.redis.prometheus import RedisPrometheusMiddleware
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime import egress
 from runtime.blocks.ai import register_media_and_ai
@@ -49,6 +52,7 @@ from .store import Store, Targets
 log = structlog.get_logger("chatflow.worker")
 Entry = tuple[bytes, dict[bytes, bytes]]
 Process = Callable[[list[Entry]], Awaitable[None]]
+LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
 
 
 def consumer_name() -> str:
@@ -116,6 +120,8 @@ class Worker:
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(s.inflight_batches * (2 * s.partitions + 1))
         self._loops: list[asyncio.Task[None]] = []
+        self._lost_logged_at = -LOST_LOG_EVERY_S
+        self._lost_suppressed = 0
         self._subscribe()
 
     # -- wiring ----------------------------------------------------------------
@@ -153,6 +159,15 @@ class Worker:
             # Shielded: once a batch is taken, cancellation (shutdown) must not cut its
             # commit in half; what is not committed stays pending and is reclaimed.
             await asyncio.shield(process(entries))
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            # An outage fails every in-flight batch at once: one line per outage, not per batch.
+            now = time.monotonic()
+            if now - self._lost_logged_at >= LOST_LOG_EVERY_S:
+                log.warning("Redis connection lost; batches left pending for reclaim",
+                            error=str(exc), suppressed=self._lost_suppressed)
+                self._lost_logged_at, self._lost_suppressed = now, 0
+            else:
+                self._lost_suppressed += 1
         except RedisError as exc:
             log.warning("batch left pending after a Redis error", error=str(exc))
         except Exception:
@@ -164,23 +179,29 @@ class Worker:
 
     async def _every(self, interval_ms: int, tick: Callable[[], Awaitable[Any]]) -> None:
         failing = False
+        delay_ms = interval_ms
         while True:
             try:
+                if failing:  # a restarted server may have lost groups (AOF window) and scripts
+                    await ensure_groups(self.client, self.keys)
+                    await self.store.load_scripts()
                 await tick()
                 if failing:
                     log.info("recovery loop reconnected")
                 failing = False
+                delay_ms = interval_ms
             except RedisError as exc:
                 if not failing:  # log the outage once, not once per tick
                     log.warning("recovery loop cannot reach Redis; retrying", error=str(exc))
                 failing = True
+                delay_ms = min(delay_ms * 2, max(interval_ms, 2_000))  # back off while down
             except Exception:
                 log.exception("recovery loop tick failed")
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 # A tick can swallow stop()'s cancellation (seen in redis-py I/O); honour it.
                 raise asyncio.CancelledError
-            await asyncio.sleep(interval_ms / 1000)
+            await asyncio.sleep(delay_ms / 1000)
 
     async def _reclaim_all(self) -> None:
         k = self.keys
