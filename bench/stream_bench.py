@@ -1,6 +1,7 @@
 """Benchmark the full stream path against a bare redis-py loop, in one run.
 
     python -m bench.stream_bench [--executions 3000] [--workers 1,2] [--redis-url URL]
+                                 [--cluster] [--inflight-memory N]
 
 Scenarios, each with W worker processes on the same Valkey:
   baseline   a bare batched XREADGROUP/XADD/XACK loop, 3 hops per execution
@@ -9,6 +10,11 @@ Scenarios, each with W worker processes on the same Valkey:
 Prints steps/s (block steps), executions/s, p50/p99 command-to-result latency
 under load, p50 when idle (one command at a time), and CPU per step (workers + Valkey).
 Figures are ratios against the baseline measured in the same run, never asserted.
+
+--cluster runs the stream scenarios on a local 3-master Valkey cluster (outbox + relay;
+the bare baseline is single-node only). --inflight-memory N holds N executions in
+flight (an httpCall to a loopback server that answers only when told) and prints
+INFO memory's used_memory growth per in-flight execution.
 """
 
 from __future__ import annotations
@@ -26,9 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psutil
-import redis.asyncio as aioredis
 
+from bench.chaos import HoldingServer, LocalCluster, command, setup_prefix
+from handlers.client import wait_results
 from handlers.embedded import EmbeddedServer
+from handlers.keys import Keys
+from handlers.redis_client import make_client
 
 BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
                "definition": {"onboardingBlockId": "r",
@@ -80,9 +89,13 @@ class Figures:
                 f"CPU/step {self.cpu_s / self.steps * 1e6:6.0f}µs")
 
 
+CLUSTER = False  # set by --cluster
+
+
 def spawn_workers(url: str, prefix: str, n: int, baseline: bool) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
-           "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0"}
+           "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0",
+           "CHATFLOW_REDIS_CLUSTER": "true" if CLUSTER else "false"}
     procs = []
     for i in range(n):
         if baseline:
@@ -109,7 +122,7 @@ def cpu_of(procs: list[psutil.Process]) -> float:
 
 class Driver:
     def __init__(self, url: str, prefix: str, baseline: bool) -> None:
-        self.client = aioredis.Redis.from_url(url)
+        self.client = make_client(url, cluster=CLUSTER)
         self.prefix = prefix
         self.baseline = baseline
         self.commands = f"{prefix}steps" if baseline else f"{prefix}stream:tool-commands"
@@ -159,17 +172,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def scenario(url: str, server: psutil.Process | None, name: str, workers: int,
+async def scenario(url: str, server: list[psutil.Process], name: str, workers: int,
                    executions: int, tools: list[dict[str, Any]]) -> Figures:
     prefix = f"bench{uuid.uuid4().hex[:6]}:"
     baseline = name == "baseline"
-    client = aioredis.Redis.from_url(url)
+    client = make_client(url, cluster=CLUSTER)
     for t in tools:
         await client.set(f"{prefix}tool:{t['id']}", json.dumps(t))
     if baseline:
         await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
     procs = spawn_workers(url, prefix, workers, baseline)
-    ps = [psutil.Process(p.pid) for p in procs] + ([server] if server else [])
+    ps = [psutil.Process(p.pid) for p in procs] + server
     driver = Driver(url, prefix, baseline)
     pt, steps_per = ("", 3) if baseline else SCENARIOS[name]
     try:
@@ -191,28 +204,90 @@ async def scenario(url: str, server: psutil.Process | None, name: str, workers: 
                    statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu)
 
 
+async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
+    """INFO memory growth per in-flight execution: N executions parked in an httpCall."""
+    prefix = f"mem{uuid.uuid4().hex[:6]}:"
+    keys = Keys(prefix, partitions)
+    client = make_client(url, cluster=CLUSTER)
+    http = HoldingServer()
+    http.hold()
+    await setup_prefix(client, keys, http.base)
+    procs = spawn_workers(url, prefix, 1, False)
+
+    async def used() -> int:
+        info = await client.info("memory")
+        if CLUSTER:  # {node: {...}} from every primary
+            return sum(int(v["used_memory"]) for v in info.values() if isinstance(v, dict))
+        return int(info["used_memory"])
+
+    try:
+        cids = [f"m{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
+        # The worker's groups and definitions first: one execution through, then measure.
+        await client.xadd(keys.commands, command("chaos-script", "warm", 7))
+        await wait_results(client, keys.results, {"warm"}, after=b"0-0", timeout_s=60)
+        before = await used()
+        async with client.pipeline(transaction=False) as pipe:
+            for cid in cids:
+                pipe.xadd(keys.commands, command("chaos-http", cid, 7))
+            await pipe.execute()
+        # In flight = taken in (state, guard, deadline, first step written), not answered.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            groups = await client.xinfo_groups(keys.commands)
+            if all(g["pending"] == 0 and g.get("lag") == 0 for g in groups):
+                break
+            await asyncio.sleep(0.1)  # polling the server, bounded
+        await asyncio.to_thread(http.wait_requests, min(n, 100), 60.0)
+        after = await used()
+        per = (after - before) / n
+        print(f"in-flight memory: {n} executions taken in, {http.requests} parked in httpCall: "
+              f"used_memory {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB, "
+              f"{per:.0f} B per in-flight execution (command entry, state, step, guard, "
+              f"deadline, event log)", flush=True)
+    finally:
+        http.release()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+        http.stop()
+        await client.aclose()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executions", type=int, default=3000)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
-    parser.add_argument("--scenarios", default="baseline,bench-3,scripts-3")
+    parser.add_argument("--scenarios", default=None,
+                        help="default baseline,bench-3,scripts-3 (bench-3,scripts-3 with --cluster)")
+    parser.add_argument("--cluster", action="store_true", help="on a local 3-master cluster")
+    parser.add_argument("--inflight-memory", type=int, default=0, metavar="N",
+                        help="only measure memory per in-flight execution with N parked")
     args = parser.parse_args()
-    server = None
+    global CLUSTER
+    CLUSTER = args.cluster
+    scenarios = args.scenarios or ("bench-3,scripts-3" if CLUSTER else "baseline,bench-3,scripts-3")
+    server: Any = None
     url = args.redis_url
     if not url:
-        server = EmbeddedServer().start()
+        server = LocalCluster().start() if CLUSTER else EmbeddedServer().start()
         url = server.url
-    server_proc = psutil.Process(server.process.pid) if server and server.process else None
+    nodes = server.nodes if CLUSTER and server else ([server] if server else [])
+    server_procs = [psutil.Process(n.process.pid) for n in nodes if n.process]
     try:
+        if args.inflight_memory:
+            await inflight_memory(url, args.inflight_memory)
+            return
         for workers in [int(w) for w in args.workers.split(",")]:
             base: Figures | None = None
-            for name in args.scenarios.split(","):
-                fig = await scenario(url, server_proc, name, workers, args.executions,
+            for name in scenarios.split(","):
+                fig = await scenario(url, server_procs, name, workers, args.executions,
                                      [BENCH_CHILD, BENCH_3, SCRIPTS_3])
                 base = fig if name == "baseline" else base
-                print(fig.row(None if name == "baseline" else base), flush=True)
+                print(("cluster " if CLUSTER else "") + fig.row(None if name == "baseline" else base),
+                      flush=True)
     finally:
         if server:
             server.stop()
