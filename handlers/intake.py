@@ -70,12 +70,14 @@ class Intake:
             return _decode.decode(raw)
         except msgspec.DecodeError as exc:
             return self._reject(entry_id, raw, fields, f"invalid executeTool command: {exc}")
+        except RecursionError:  # nested deeper than the decoder's stack: one entry, not the batch
+            return self._reject(entry_id, raw, fields, "invalid executeTool command: nested too deep")
 
     def _reject(self, entry_id: bytes, raw: bytes, fields: dict[bytes, bytes], why: str) -> Publish:
         """An error result when a commandId can be read; otherwise a dead letter."""
         try:
             loose: Any = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             loose = None
         command_id = loose.get("commandId") if isinstance(loose, dict) else None
         if not isinstance(command_id, str) or not command_id:

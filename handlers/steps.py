@@ -21,6 +21,7 @@ from runtime import errors
 from runtime.blocks.runner import BlockRunner, Unsupported
 from runtime.definitions import DefinitionCache
 from runtime.errors import ToolFailure
+from runtime.interpolation import RenderTooLarge
 from runtime.machine import Machine
 from runtime.outcome import SpawnChild
 from runtime.state import ExecState, StepMsg, Transition, step_decoder
@@ -113,6 +114,8 @@ class StepProcessor:
                 return self._crashed(item.state, exc)
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
+        if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap
+            exc = ToolFailure("render_too_large", str(exc))
         if isinstance(exc, ToolFailure):
             return self.machine.abort(state, exc, self.clock())
         if isinstance(exc, RedisError):

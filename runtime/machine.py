@@ -28,7 +28,7 @@ from . import errors
 from .conditions import pick_target
 from .errors import ToolFailure
 from .events import block_debug, debug_emit, execution_emit, result_emit, tool_result
-from .interpolation import render
+from .interpolation import RenderTooLarge, render
 from .limits import Limits
 from .outcome import BlockOutcome, SpawnChild
 from .replay import recordable_context
@@ -66,9 +66,12 @@ class Machine:
         ctx = cmd.context
         context = {"router": ctx.router, "flow": ctx.flow,
                    "contact": {"id": ctx.contactId, **ctx.contact}}
-        inputs = {m.name: render(m.value, ctx.variables, context,
-                                 max_chars=self.limits.max_rendered_chars)
-                  for m in cmd.action.inputVariables}
+        try:
+            inputs = {m.name: render(m.value, ctx.variables, context,
+                                     max_chars=self.limits.max_rendered_chars)
+                      for m in cmd.action.inputVariables}
+        except RenderTooLarge as exc:  # an input bomb: this command's error, not the batch's
+            inputs, published = {}, ToolFailure("render_too_large", f"inputVariables: {exc}")
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
                         ctx.variables, context, now)
         pt = cmd.action.publishedToolId
