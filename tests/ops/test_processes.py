@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,12 +18,12 @@ from handlers.embedded import free_port
 from tests.harness import Harness
 
 
-async def listening_ports(proc: asyncio.subprocess.Process, count: int) -> set[int]:
+def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:
     """Read the workers' JSON log lines until ``count`` metrics servers announced their port."""
     ports: set[int] = set()
     assert proc.stderr is not None
     while len(ports) < count:
-        line = await proc.stderr.readline()
+        line = proc.stderr.readline()
         assert line, "the worker processes exited before serving /metrics"
         with contextlib.suppress(ValueError):
             event = json.loads(line)
@@ -35,12 +36,12 @@ async def test_each_worker_process_serves_its_own_metrics_port(bare: Harness) ->
     base = free_port()
     env = {**os.environ, "REDIS_URL": bare.url, "CHATFLOW_PREFIX": bare.settings.prefix,
            "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_METRICS_HOST": "127.0.0.1"}
-    proc = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).with_name("chatflow")), "worker", "--processes", "2",
-        "--metrics-port", str(base), env=env, stderr=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("chatflow")), "worker", "--processes", "2",
+         "--metrics-port", str(base)], env=env, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, start_new_session=True)
     try:
-        ports = await asyncio.wait_for(listening_ports(proc, 2), timeout=60)
+        ports = await asyncio.wait_for(asyncio.to_thread(listening_ports, proc, 2), 60)
         assert ports == {base, base + 1}
         async with httpx.AsyncClient() as http:
             for port in sorted(ports):
@@ -53,4 +54,6 @@ async def test_each_worker_process_serves_its_own_metrics_port(bare: Harness) ->
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        await asyncio.wait_for(proc.wait(), timeout=30)
+        await asyncio.to_thread(proc.wait, 30)
+        if proc.stderr is not None:
+            proc.stderr.close()
