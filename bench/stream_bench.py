@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psutil
+import redis.asyncio as aioredis
 
 from bench.chaos import HoldingServer, LocalCluster, command, setup_prefix
 from handlers.client import wait_results
@@ -79,6 +80,7 @@ class Figures:
     p99_ms: float
     idle_p50_ms: float
     cpu_s: float
+    server_cpu_s: float = 0.0
 
     def row(self, base: Figures | None) -> str:
         sps = self.steps / self.seconds
@@ -86,7 +88,8 @@ class Figures:
         return (f"{self.name:<10} W={self.workers}  steps/s {sps:8.0f} ({ratio} of baseline)  "
                 f"exec/s {self.executions / self.seconds:7.0f}  p50 {self.p50_ms:6.1f}ms  "
                 f"p99 {self.p99_ms:6.1f}ms  idle p50 {self.idle_p50_ms:5.2f}ms  "
-                f"CPU/step {self.cpu_s / self.steps * 1e6:6.0f}µs")
+                f"CPU/step {self.cpu_s / self.steps * 1e6:6.0f}µs "
+                f"(Valkey {self.server_cpu_s / self.steps * 1e6:4.0f}µs)")
 
 
 CLUSTER = False  # set by --cluster
@@ -190,9 +193,9 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         idle: list[float] = []
         for _ in range(100):
             idle += (await driver.run(pt, 1, 1))[1]
-        cpu0 = cpu_of(ps)
+        cpu0, server0 = cpu_of(ps), cpu_of(server)
         seconds, lat = await driver.run(pt, executions, 512)
-        cpu = cpu_of(ps) - cpu0
+        cpu, server_cpu = cpu_of(ps) - cpu0, cpu_of(server) - server0
     finally:
         for p in procs:
             p.terminate()
@@ -201,7 +204,7 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         await client.aclose()
         await driver.client.aclose()
     return Figures(name, workers, executions, seconds, executions * steps_per,
-                   statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu)
+                   statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu, server_cpu)
 
 
 async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
@@ -212,13 +215,21 @@ async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
     http = HoldingServer()
     http.hold()
     await setup_prefix(client, keys, http.base)
+    # Enough batch slots that parked httpCall batches never starve the command intake.
+    os.environ.setdefault("CHATFLOW_INFLIGHT_BATCHES", "64")
     procs = spawn_workers(url, prefix, 1, False)
 
     async def used() -> int:
-        info = await client.info("memory")
-        if CLUSTER:  # {node: {...}} from every primary
-            return sum(int(v["used_memory"]) for v in info.values() if isinstance(v, dict))
-        return int(info["used_memory"])
+        if not CLUSTER:
+            return int((await client.info("memory"))["used_memory"])
+        total = 0
+        for node in client.get_primaries():  # every primary's own INFO
+            one = aioredis.Redis(host=node.host, port=node.port)
+            try:
+                total += int((await one.info("memory"))["used_memory"])
+            finally:
+                await one.aclose()
+        return total
 
     try:
         cids = [f"m{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
@@ -244,6 +255,15 @@ async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
               f"used_memory {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB, "
               f"{per:.0f} B per in-flight execution (command entry, state, step, guard, "
               f"deadline, event log)", flush=True)
+        mark = await client.xlen(keys.results)
+        http.release()
+        await wait_results(client, keys.results, set(cids), after=b"0-0", timeout_s=300)
+        done = await used()
+        print(f"retained after the answers: used_memory {done / 2**20:.1f} MiB, "
+              f"{(done - before) / n:.0f} B per finished execution until its TTLs "
+              f"(state and event log: CHATFLOW_STATE_TTL_S, guard and done keys: "
+              f"CHATFLOW_DEDUP_TTL_S) and stream trimming; {mark} answered before release",
+              flush=True)
     finally:
         http.release()
         for p in procs:
