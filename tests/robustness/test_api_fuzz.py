@@ -1,0 +1,69 @@
+"""Schemathesis against the API's own OpenAPI document, served by uvicorn on loopback:
+no 5xx, no response carrying a secret, and the internal route refuses without its secret."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tests.api.support import INTERNAL_SECRET, Api, api
+
+__all__ = ["api"]  # the fixture
+
+SERVER_SECRET = "srv-header-secret-7f3a9c"
+LLM_KEY = "sk-llm-key-secret-0b8e42"
+MAX_EXAMPLES = 20
+
+
+def fuzz(openapi: dict[str, Any], root: str, secrets: list[str]) -> tuple[int, list[str]]:
+    """Every operation, ``MAX_EXAMPLES`` cases each; returns (requests made, problems)."""
+    schema = schemathesis.openapi.from_dict(openapi)
+    problems: list[str] = []
+    calls = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @settings(max_examples=MAX_EXAMPLES, phases=[Phase.explicit, Phase.generate], database=None,
+                  deadline=None, suppress_health_check=list(HealthCheck))
+        @given(operation.as_strategy())
+        def check(case: Any) -> None:
+            nonlocal calls
+            calls += 1
+            response = case.call(base_url=root, timeout=30)
+            where = f"{case.method} {case.formatted_path} -> {response.status_code}"
+            if response.status_code >= 500:
+                problems.append(f"server error: {where}: {response.text[:200]}")
+            problems.extend(f"secret in response: {where}" for s in secrets if s in response.text)
+
+        check()
+    return calls, problems
+
+
+async def test_fuzzing_the_api_finds_no_server_error_and_no_leaked_secret(api: Api) -> None:
+    await api.ok("POST", "/integration-servers", 201, json={"id": "srv",
+        "name": "Shop", "baseUrl": "http://127.0.0.1:9",
+        "headers": [{"name": "Authorization", "value": SERVER_SECRET, "secret": True}]})
+    await api.ok("POST", "/llm-credentials", 201, json={"id": "cred",
+        "name": "openai", "apiKey": LLM_KEY})
+    openapi = (await api.http.get("/openapi.json")).json()
+    root = str(api.root.base_url).rstrip("/")
+    calls, problems = await asyncio.to_thread(fuzz, openapi, root,
+                                              [SERVER_SECRET, LLM_KEY, INTERNAL_SECRET])
+    assert calls > 100
+    assert problems == []
+
+
+async def test_the_internal_route_refuses_without_the_secret(api: Api) -> None:
+    body = {"publishedToolId": "pt-x", "inputs": {}}
+    for headers in ({}, {"x-internal-secret": "wrong"}, {"x-internal-secret": ""}):
+        response = await api.root.post("/internal/tools/execute", json=body, headers=headers)
+        assert response.status_code == 401, response.text
+        assert INTERNAL_SECRET not in response.text
+    allowed = await api.root.post("/internal/tools/execute", json=body,
+                                  headers={"x-internal-secret": INTERNAL_SECRET})
+    assert allowed.status_code == 404
+
+
