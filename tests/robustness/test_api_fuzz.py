@@ -24,7 +24,7 @@ def fuzz(openapi: dict[str, Any], root: str, secrets: list[str]) -> tuple[int, l
     problems: list[str] = []
     calls = 0
     for result in schema.get_all_operations():
-        operation = result.ok()
+        operation = result.ok()  # type: ignore[union-attr]  # Err: an invalid operation fails loudly
 
         @settings(max_examples=MAX_EXAMPLES, phases=[Phase.explicit, Phase.generate], database=None,
                   deadline=None, suppress_health_check=list(HealthCheck))
