@@ -39,9 +39,29 @@ def configure_logging(level: str | None = None, *, json: bool | None = None,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        logger_factory=(structlog.PrintLoggerFactory(stream) if stream is not None
+                        else _StderrLoggerFactory()),
         cache_logger_on_first_use=stream is None,
     )
+
+
+class _StderrLogger:
+    """Writes each line to whatever ``sys.stderr`` is at that moment.
+
+    structlog's PrintLogger keeps the stream it was built with; a stream that is
+    later replaced and closed (pytest's capture, a daemon's redirection) would
+    then fail every log call, and with it the code that logs.
+    """
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+class _StderrLoggerFactory:
+    def __call__(self, *args: Any) -> _StderrLogger:
+        return _StderrLogger()
 
 
 _EXECUTION: contextvars.ContextVar[Any] = contextvars.ContextVar("chatflow_execution",

@@ -222,6 +222,14 @@ class Worker:
     # -- lifecycle ---------------------------------------------------------------
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            # Half-started subscribers would keep reading with nobody to stop them.
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
         await self.native.start()

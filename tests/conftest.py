@@ -41,8 +41,8 @@ def prefix() -> str:
 async def harness(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
     """A running worker plus a client, on a fresh prefix."""
     h = Harness(redis_url, prefix)
-    await h.start_worker()
     try:
+        await h.start_worker()
         yield h
     finally:
         await h.close()
