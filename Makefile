@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test lint typecheck bench chaos up
+.PHONY: install test lint typecheck bench chaos chaos-short up
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -17,6 +17,12 @@ typecheck:
 
 bench:
 	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2
+
+chaos:
+	$(PY) -m bench.chaos --executions 10000 --seconds 900
+
+chaos-short:
+	$(PY) -m bench.chaos --executions 600 --seconds 60 --kill-every 1.5 --rate 50
 
 up:
 	chatflow up

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from runtime.errors import ConfigurationError
 
+from .. import metrics
 from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings
@@ -70,4 +71,6 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     app.include_router(tools_routes.router, prefix=base)
     app.include_router(servers_routes.router, prefix=base)
     app.include_router(internal_routes.router)
+    # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics).
+    app.mount("/metrics", metrics.asgi_app())
     return app
