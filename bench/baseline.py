@@ -23,7 +23,7 @@ async def loop(url: str, prefix: str, consumer: str, batch: int) -> None:
             continue
         entries = reply[0][1]
         async with client.pipeline(transaction=False) as pipe:
-            for entry_id, fields in entries:
+            for _entry_id, fields in entries:
                 left = int(fields[b"left"]) - 1
                 if left > 0:
                     pipe.xadd(steps, {b"c": fields[b"c"], b"left": str(left)})

@@ -129,7 +129,7 @@ class Worker:
     def _sub(self, stream: str, group: str, process: Process) -> None:
         s = self.settings
 
-        async def handle(_body: Any, message: Any = Context("message")) -> None:
+        async def handle(_body: Any, message: Any = _MESSAGE) -> None:
             raw = message.raw_message
             entries = list(zip(raw["message_ids"], raw["entries"], strict=True))
             await self._slots.acquire()
@@ -279,6 +279,7 @@ class Worker:
 
 
 _NULL = {b"__data__": b"null"}
+_MESSAGE: Any = Context("message")  # FastStream injects the raw message here
 _QUIET: Any = None
 
 
