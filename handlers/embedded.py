@@ -59,6 +59,7 @@ class EmbeddedServer:
     cluster: bool = False
     extra: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
+    _owned_dir: str | None = None
 
     @property
     def url(self) -> str:
@@ -67,7 +68,8 @@ class EmbeddedServer:
     def start(self, timeout_s: float = 10.0) -> EmbeddedServer:
         binary = find_server_binary()
         self.port = self.port or free_port()
-        self.data_dir = self.data_dir or tempfile.mkdtemp(prefix="chatflow-valkey-")
+        if self.data_dir is None:
+            self.data_dir = self._owned_dir = tempfile.mkdtemp(prefix="chatflow-valkey-")
         Path(self.data_dir).mkdir(parents=True, exist_ok=True)
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.data_dir,
                 "--save", "", "--protected-mode", "no",
@@ -106,6 +108,9 @@ class EmbeddedServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+        if self._owned_dir is not None:  # a directory we made up is ours to remove
+            shutil.rmtree(self._owned_dir, ignore_errors=True)
+            self.data_dir = self._owned_dir = None
 
     def kill(self) -> None:
         if self.process is not None:

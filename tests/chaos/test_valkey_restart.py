@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -58,8 +58,9 @@ async def _until_up(client: Any, timeout_s: float) -> None:
             await asyncio.sleep(0.05)  # polling for the server, bounded
 
 
-async def test_every_command_whose_xadd_returned_is_answered_across_a_clean_valkey_restart() -> None:
-    server = EmbeddedServer(port=free_port(), data_dir=tempfile.mkdtemp(prefix="cf-aof-"),
+async def test_every_command_whose_xadd_returned_is_answered_across_a_clean_valkey_restart(
+        tmp_path: Path) -> None:
+    server = EmbeddedServer(port=free_port(), data_dir=str(tmp_path / "aof"),
                             appendonly=True).start()
     prefix = f"rs{uuid.uuid4().hex[:6]}:"
     keys = Keys(prefix, 4)
