@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"{args.spec}: {exc.strerror}") from exc
 
     async def go(ops: Ops) -> dict[str, Any]:
+        # Parsing and validating a large spec takes a while: say what is happening.
+        print(f"importing {args.spec} ({len(text) // 1024} KiB) into server {args.id}…",
+              file=sys.stderr, flush=True)
         endpoints = await ops.servers.import_openapi(args.id, text)
+        print(f"imported {len(endpoints)} endpoints", file=sys.stderr, flush=True)
         return {"serverId": args.id, "imported": len(endpoints),
                 "endpoints": [{"id": e["id"], "name": e["name"], "method": e["method"],
                                "path": e["path"]} for e in endpoints]}

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from runtime.blocks.ai import register_media_and_ai
 from runtime.blocks.endpoint import CallEndpointExecutor
 from runtime.blocks.runner import BlockRunner, Executor, Unsupported
 from runtime.definitions import DefinitionCache
@@ -75,6 +76,8 @@ class InlineRunner:
                                   script_timeout_ms=settings.script_timeout_ms)
         self.runner.register("callEndpoint",
                              CallEndpointExecutor(http, self.store, self.machine.limits))
+        # The same executors as the workers, so test runs behave like real ones.
+        register_media_and_ai(self.runner, self.store, settings.media_config(), settings.ai_config())
         for kind, executor in (extra_executors or {}).items():
             self.runner.register(kind, executor)
 

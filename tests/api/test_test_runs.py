@@ -80,3 +80,14 @@ async def test_internal_execute_needs_the_secret_and_runs_with_empty_variables(a
     bad = await api.root.post(url, json={}, headers={"x-internal-secret": INTERNAL_SECRET})
     assert bad.status_code == 400
     assert (await api.http.post(url, json=body)).status_code == 404  # not under /api
+
+
+async def test_test_block_runs_a_fetch_media_block_like_the_workers_do(
+        api: Api, upstream: Upstream) -> None:
+    block = {"type": "fetchMedia", "id": "m", "mode": "url", "mediaIdVariable": "mid",
+             "urlVariable": "u", "base64Variable": "b64", "mimeTypeVariable": "mime",
+             "defaultOutput": to("elsewhere")}
+    run = await api.ok("POST", "/tools/test-block",
+                       json={"block": block, "variables": {"u": upstream.url + "/ping"}})
+    assert run["ok"], run
+    assert run["variables"]["b64"] and run["variables"]["mime"]
