@@ -21,11 +21,11 @@ from runtime.events import tool_result
 from runtime.machine import Machine
 from runtime.state import RootInfo
 from schemas.definition import ToolDefinition
-from schemas.wire import DeadLetter, ExecuteToolAction, ExecuteToolCommand, ToolError
+from schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
 from . import metrics
 from .keys import COMMANDS_GROUP, Keys
-from .store import Commit, Publish, Store
+from .store import Commit, Publish, Store, dead_letter
 
 log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
@@ -97,14 +97,9 @@ class Intake:
 
     def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], why: str,
                      deliveries: int = 1) -> Publish:
-        raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
-        letter = DeadLetter(why, self.keys.commands, entry_id.decode(), deliveries,
-                            raw.decode("utf-8", errors="replace"))
         log.warning("command dead-lettered", entry=entry_id.decode(), reason=why)
         metrics.dead_letter("commands")
-        stream = self.keys.dead_letters
-        return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),
-                       _enc.encode(letter))
+        return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries)
 
     def _definition(self, digest: str) -> ToolDefinition | None:
         published = self.definitions.get(digest)

@@ -19,16 +19,14 @@ import structlog
 from runtime import errors
 from runtime.machine import Machine
 from runtime.state import step_decoder
-from schemas.wire import DeadLetter
 
 from . import metrics
 from .keys import Keys
 from .settings import Settings
-from .store import Commit, Publish, Store
+from .store import Commit, Store, dead_letter
 
 log = structlog.get_logger("chatflow.recovery")
 Entry = tuple[bytes, dict[bytes, bytes]]
-_enc = msgspec.json.Encoder()
 
 
 class Recovery:
@@ -93,12 +91,9 @@ class Recovery:
     async def _poison(self, stream: str, group: str, partition: int, entry: Entry,
                       deliveries: int, kind: str) -> None:
         entry_id, fields = entry
-        raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
-        letter = DeadLetter(f"delivered {deliveries} times without completing", stream,
-                            entry_id.decode(), deliveries, raw.decode("utf-8", errors="replace"))
-        dl = self.keys.dead_letters
-        await self.store.publish_once([Publish(dl, Keys.sent_marker(dl, f"{stream}:{entry_id.decode()}"),
-                                               _enc.encode(letter))])
+        reason = f"delivered {deliveries} times without completing"
+        await self.store.publish_once([dead_letter(self.keys, stream, entry_id, fields, reason,
+                                                   deliveries)])
         log.error("poison entry dead-lettered", stream=stream, entry=entry_id.decode(),
                   deliveries=deliveries)
         self.dead_lettered += 1

@@ -18,6 +18,7 @@ import msgspec
 from redis.exceptions import NoScriptError
 
 from runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
+from schemas.wire import DeadLetter
 
 from .keys import STEPS_GROUP, Keys
 from .redis_client import Client
@@ -87,6 +88,17 @@ class Publish:
     marker: str
     data: bytes
     maxlen: int = 0
+
+
+def dead_letter(keys: Keys, stream: str, entry_id: bytes, fields: dict[bytes, bytes], reason: str,
+                deliveries: int = 1) -> Publish:
+    """The dead-letter message for an entry of ``stream`` (its fields kept, capped at 64 KiB)."""
+    raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
+    letter = DeadLetter(reason, stream, entry_id.decode(), deliveries,
+                        raw.decode("utf-8", errors="replace"))
+    target = keys.dead_letters
+    return Publish(target, Keys.sent_marker(target, f"{stream}:{entry_id.decode()}"),
+                   msgspec.json.encode(letter))
 
 
 def _text(value: Any) -> Any:

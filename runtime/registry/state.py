@@ -185,25 +185,37 @@ def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
     return refs
 
 
-def _server_created(s: RegistryState, e: Record) -> set[Ref]:
-    server = copy.deepcopy(e["server"])
-    server.setdefault("endpoints", {})
-    server.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
-    s.servers[server["id"]] = server
-    return {("server", server["id"])}
+def _table(s: RegistryState, kind: str) -> dict[str, Record]:
+    return s.servers if kind == "server" else s.credentials
 
 
-def _server_updated(s: RegistryState, e: Record) -> set[Ref]:
-    server = s.servers.get(e["id"])
-    if server is None:
-        return set()
-    server.update(copy.deepcopy(e["changes"]))
-    _touch(server, e["at"])
-    return {("server", server["id"])}
+def _created(kind: str) -> Callable[[RegistryState, Record], set[Ref]]:
+    """``{kind}.created``: the record as sent, versioned and stamped."""
+    def apply(s: RegistryState, e: Record) -> set[Ref]:
+        item = copy.deepcopy(e[kind if kind == "server" else "credential"])
+        if kind == "server":
+            item.setdefault("endpoints", {})
+        item.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
+        _table(s, kind)[item["id"]] = item
+        return {(kind, item["id"])}
+    return apply
 
 
-def _server_deleted(s: RegistryState, e: Record) -> set[Ref]:
-    return {("server", e["id"])} if s.servers.pop(e["id"], None) is not None else set()
+def _updated(kind: str) -> Callable[[RegistryState, Record], set[Ref]]:
+    def apply(s: RegistryState, e: Record) -> set[Ref]:
+        item = _table(s, kind).get(e["id"])
+        if item is None:
+            return set()
+        item.update(copy.deepcopy(e["changes"]))
+        _touch(item, e["at"])
+        return {(kind, item["id"])}
+    return apply
+
+
+def _deleted(kind: str) -> Callable[[RegistryState, Record], set[Ref]]:
+    def apply(s: RegistryState, e: Record) -> set[Ref]:
+        return {(kind, e["id"])} if _table(s, kind).pop(e["id"], None) is not None else set()
+    return apply
 
 
 def _endpoints_added(s: RegistryState, e: Record) -> set[Ref]:
@@ -238,26 +250,6 @@ def _endpoint_deleted(s: RegistryState, e: Record) -> set[Ref]:
     return {("server", server["id"])}
 
 
-def _credential_created(s: RegistryState, e: Record) -> set[Ref]:
-    cred = copy.deepcopy(e["credential"])
-    cred.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
-    s.credentials[cred["id"]] = cred
-    return {("credential", cred["id"])}
-
-
-def _credential_updated(s: RegistryState, e: Record) -> set[Ref]:
-    cred = s.credentials.get(e["id"])
-    if cred is None:
-        return set()
-    cred.update(copy.deepcopy(e["changes"]))
-    _touch(cred, e["at"])
-    return {("credential", cred["id"])}
-
-
-def _credential_deleted(s: RegistryState, e: Record) -> set[Ref]:
-    return {("credential", e["id"])} if s.credentials.pop(e["id"], None) is not None else set()
-
-
 def _agent_linked(s: RegistryState, e: Record) -> set[Ref]:
     tools = s.agents.setdefault(e["agentId"], [])
     if e["toolId"] not in tools:
@@ -281,16 +273,16 @@ _HANDLERS: dict[str, Callable[[RegistryState, Record], set[Ref]]] = {
     "tool.trashed": _tool_trashed,
     "tool.restored": _tool_restored,
     "tool.purged": _tool_purged,
-    "server.created": _server_created,
-    "server.updated": _server_updated,
-    "server.deleted": _server_deleted,
+    "server.created": _created("server"),
+    "server.updated": _updated("server"),
+    "server.deleted": _deleted("server"),
     "endpoint.created": _endpoints_added,
     "endpoints.imported": _endpoints_added,
     "endpoint.updated": _endpoint_updated,
     "endpoint.deleted": _endpoint_deleted,
-    "credential.created": _credential_created,
-    "credential.updated": _credential_updated,
-    "credential.deleted": _credential_deleted,
+    "credential.created": _created("credential"),
+    "credential.updated": _updated("credential"),
+    "credential.deleted": _deleted("credential"),
     "agent.linked": _agent_linked,
     "agent.unlinked": _agent_unlinked,
 }
