@@ -28,7 +28,9 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="chatflow", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="chatflow",
+        description="chatflow-agent: tools as event-sourced mini-flows on Redis Streams.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd, stats_cmd, executions_cmd,
                    cancel_cmd, replay_cmd, projections_cmd, api_cmd, registry_cmd,
