@@ -274,7 +274,7 @@ class Worker:
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         await self.http.aclose()
-        self.sandbox.close()
+        await self.sandbox.aclose()
         await self.client.aclose()
 
 

@@ -101,6 +101,15 @@ class WorkerProcess:
             stdin.close()
 
 
+    async def wait_closed(self) -> None:
+        """Reap the killed child, so its transport closes inside the loop that owns it."""
+        if self.loop is not asyncio.get_running_loop():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            await self._proc.wait()
+        await asyncio.wait({self._stderr_task}, timeout=1.0)
+
+
 class ProcessExecutor:
     """Same interface as BatchExecutor, with the engine in a restartable child process."""
 
@@ -108,6 +117,7 @@ class ProcessExecutor:
         self._limits = limits
         self._worker: WorkerProcess | None = None
         self._contexts_before = 0  # contexts created by workers that are gone
+        self._discarded: list[WorkerProcess] = []  # killed, not yet reaped
         self.evals = 0
         self.workers_started = 0
 
@@ -148,9 +158,16 @@ class ProcessExecutor:
         if worker is not None:
             self._contexts_before += worker.contexts_created
             worker.kill()
+            self._discarded = [w for w in self._discarded if w.alive] + [worker]
 
     def close(self) -> None:
         self._discard_worker()
+
+    async def aclose(self) -> None:
+        self._discard_worker()
+        discarded, self._discarded = self._discarded, []
+        for worker in discarded:
+            await worker.wait_closed()
 
 
 def _crash_outcome(stderr_tail: str) -> ScriptOutcome:

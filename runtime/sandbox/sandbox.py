@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Sequence
 from typing import Literal, Protocol
@@ -109,6 +110,17 @@ class ScriptSandbox:
             drainer.cancel()  # the drainer frees the context once its eval has unwound
         else:
             self._executor.close()
+
+    async def aclose(self) -> None:
+        """``close``, then wait until the engine's worker process is gone."""
+        drainer = self._drainer
+        self.close()
+        if drainer is not None and not drainer.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await drainer
+        aclose = getattr(self._executor, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     def _ensure_drainer(self, loop: asyncio.AbstractEventLoop) -> None:
         drainer = self._drainer
