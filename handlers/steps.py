@@ -82,13 +82,56 @@ class StepProcessor:
             for i, finished in zip(pending, done, strict=True):
                 results[i] = finished
         now = self.clock()
-        for (entry_id, msg), state, decided in zip(msgs, states, results, strict=True):
+        settled: list[Transition | None] = []
+        for decided in results:
             assert not isinstance(decided, Pending)
-            transition = decided and self.machine.settle(decided, self._definition, now)
+            settled.append(decided and self.machine.settle(decided, self._definition, now))
+        await self._resume_parents(partition, settled, now)
+        for (entry_id, msg), state, transition in zip(msgs, states, settled, strict=True):
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
         self.steps_done += len(entries)
+
+    async def _resume_parents(self, partition: int, transitions: list[Transition | None],
+                              now: int) -> None:
+        """A child that finished hands its parent a ``resume`` step; continue the parent in
+        the same commit instead, up the tree while it can. A parent this very transition
+        wrote (it spawned the child) is taken from it; others are read, one pipeline for all."""
+        for _ in range(self.machine.limits.max_depth + 1):
+            wanted: list[tuple[int, str, ExecState | None]] = []
+            for i, t in enumerate(transitions):
+                if t is None:
+                    continue
+                for step in t.steps:
+                    if step.k == "resume":
+                        written = next((w for w in reversed(t.writes) if w.execId == step.e), None)
+                        wanted.append((i, step.e, written))
+            if not wanted:
+                return
+            parents = await self.store.load_states([(partition, e) for _, e, _ in wanted],
+                                                   known=[w for _, _, w in wanted])
+            await self._ensure_definitions(partition, [p for p in parents if p is not None])
+            if not self._fold(transitions, [i for i, _, _ in wanted], parents, now):
+                return
+
+    def _fold(self, transitions: list[Transition | None], indexes: list[int],
+              parents: list[ExecState | None], now: int) -> bool:
+        progressed = False
+        for i, parent in zip(indexes, parents, strict=True):
+            t = transitions[i]
+            definition = self._definition(parent.defHash) if parent else None
+            if t is None or parent is None or definition is None:
+                continue
+            try:
+                resumed = self.machine.resume_inline(t, parent, definition, now)
+            except Exception as exc:  # leave the resume step to run on its own
+                log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
+                continue
+            if resumed is not t:
+                transitions[i] = self.machine.settle(resumed, self._definition, now)
+                progressed = True
+        return progressed
 
     def _definition(self, digest: str) -> ToolDefinition | None:
         published = self.definitions.get(digest)

@@ -293,6 +293,8 @@ class Store:
 
         if c.command_guard is not None:
             op("guardnx", k.command(n, c.command_guard), c.root_id, self.dedup_ttl_s)
+        for exec_id, version in t.also_expect:
+            op("expect", k.state(n, exec_id), str(version))
         for digest, data in t.definitions.items():
             op("setex", k.definition(n, digest), data, self.state_ttl_s + 600)
         blobs: dict[tuple[str, int], bytes] = {}

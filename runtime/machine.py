@@ -213,6 +213,16 @@ class Machine:
             t.emits.append(execution_emit(ghost, False, _err(failure), now))
         return self._answer(state, "", _err(failure), now, t)
 
+    def resume_inline(self, t: Transition, parent: ExecState, definition: ToolDefinition,
+                      now: int) -> Transition:
+        """Fold a child's ``resume`` step for ``parent`` into ``t``: the parent continues in
+        the same commit, guarded by its own version, instead of after another stream hop."""
+        for i, step in enumerate(t.steps):
+            if (step.k == "resume" and step.e == parent.execId and step.child is not None
+                    and parent.version == step.v and parent.status == "waiting"):
+                return _fuse(t, i, self.after_child(parent, definition, step.child, now))
+        return t
+
     def settle(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
                now: int) -> Transition:
         """Run ahead: a next block that needs no I/O (a return, or a guardrail that ends
@@ -327,8 +337,11 @@ def _fuse(first: Transition, index: int, second: Transition) -> Transition:
     for state in [*first.writes, *second.writes]:
         writes.pop(state.execId, None)
         writes[state.execId] = state  # the same object, later version: keep it once, last
+    extra = [e for e in [second.expect, *second.also_expect] if e is not None and e != first.expect
+             and e[0] not in {w.execId for w in first.writes}]
     return Transition(
         expect=first.expect,
+        also_expect=[*first.also_expect, *extra],
         writes=list(writes.values()),
         steps=[*first.steps[:index], *first.steps[index + 1:], *second.steps],
         emits=[*first.emits, *second.emits],

@@ -132,6 +132,9 @@ class Transition(msgspec.Struct):
     """
 
     expect: tuple[str, int] | None = None
+    # More (execution, version) checks, from transitions fused into this one (a parent
+    # resumed inside its child's last step); all must hold or nothing is written.
+    also_expect: list[tuple[str, int]] = []
     writes: list[ExecState] = []
     steps: list[StepMsg] = []
     emits: list[Emit] = []

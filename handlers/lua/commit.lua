@@ -5,7 +5,7 @@
 -- ARGV[3] msgpack array of records:
 --   {ack id|'', done key idx|0, expect key idx|0, expected version|'', answers 0|1, root id,
 --    deadlines key idx|0, ops}
---   op = {name, key idx, a, b, c}
+--   op = {name, key idx, a, b, c}; 'guardnx' and 'expect' ops are checked before any write
 -- Returns one verdict per record: 1 committed, 0 tree already answered, -1 stale, 2 duplicate.
 local function ack(id)
   if id ~= '' then
@@ -48,13 +48,16 @@ local function commit(r)
     if o[1] == 'guardnx' and not redis.call('SET', KEYS[o[2]], o[3], 'NX', 'EX', o[4]) then
       ack(id) return 2
     end
+    if o[1] == 'expect' and redis.call('HGET', KEYS[o[2]], 'v') ~= o[3] then
+      ack(id) return -1
+    end
   end
   if answers == 1 then
     redis.call('SET', KEYS[done], '1', 'EX', ARGV[2])
     redis.call('ZREM', KEYS[deadlines], root)
   end
   for _, o in ipairs(ops) do
-    if o[1] ~= 'guardnx' then apply(o) end
+    if o[1] ~= 'guardnx' and o[1] ~= 'expect' then apply(o) end
   end
   ack(id)
   return 1
