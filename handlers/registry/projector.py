@@ -90,24 +90,22 @@ class Projector:
             pipe.hset(k.registry_view("tools"), tool_id, _json(tool_view(tool)))
 
     def _server(self, pipe: Any, state: RegistryState, server_id: str) -> None:
-        k = self.keys
-        server = state.servers.get(server_id)
-        if server is None:
-            pipe.delete(k.server(server_id))
-            pipe.hdel(k.registry_view("servers"), server_id)
-            return
-        pipe.set(k.server(server_id), _json(server_cache(server, self._decrypt)))
-        pipe.hset(k.registry_view("servers"), server_id, _json(server_view(server)))
+        self._cached(pipe, "servers", server_id, self.keys.server(server_id),
+                     state.servers.get(server_id), server_cache, server_view)
 
     def _credential(self, pipe: Any, state: RegistryState, cred_id: str) -> None:
-        k = self.keys
-        cred = state.credentials.get(cred_id)
-        if cred is None:
-            pipe.delete(k.llm_credential(cred_id))
-            pipe.hdel(k.registry_view("credentials"), cred_id)
+        self._cached(pipe, "credentials", cred_id, self.keys.llm_credential(cred_id),
+                     state.credentials.get(cred_id), credential_cache, credential_view)
+
+    def _cached(self, pipe: Any, view: str, item_id: str, cache_key: str, item: Any,
+                cache: Any, view_of: Any) -> None:
+        """A record's runtime cache key (secrets decrypted) and its row in the API's view."""
+        if item is None:
+            pipe.delete(cache_key)
+            pipe.hdel(self.keys.registry_view(view), item_id)
             return
-        pipe.set(k.llm_credential(cred_id), _json(credential_cache(cred, self._decrypt)))
-        pipe.hset(k.registry_view("credentials"), cred_id, _json(credential_view(cred)))
+        pipe.set(cache_key, _json(cache(item, self._decrypt)))
+        pipe.hset(self.keys.registry_view(view), item_id, _json(view_of(item)))
 
     async def clear_views(self) -> None:
         await self.client.delete(*(self.keys.registry_view(v) for v in VIEWS))

@@ -8,50 +8,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fakes import FAKE_KEY, FAKES, ProviderFake, start_fake
+from fakes import ProviderFake
+from provider_fixtures import fake_provider, no_real_provider_settings, serve_fake
 
-_PROVIDER_VARIABLES = (
-    "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-    "GEMINI_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-)  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def no_real_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never see the developer's real keys or endpoints."""
-    for variable in _PROVIDER_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
-
-
-def _serve(family: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
-    fake = start_fake(family)
-    monkeypatch.setenv(fake.key_variable, FAKE_KEY)
-    monkeypatch.setenv(fake.base_variable, fake.base_url)
-    try:
-        yield fake
-    finally:
-        fake.server.stop()
-    assert not fake.server.failures, fake.server.failures
-
-
-@pytest.fixture(params=sorted(FAKES))
-def fake_provider(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[ProviderFake]:
-    """Each of the three fake providers in turn, wired in through the environment."""
-    yield from _serve(request.param, monkeypatch)
+__all__ = ["fake_provider", "no_real_provider_settings"]
 
 
 @pytest.fixture
 def gemini_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
-    yield from _serve("gemini", monkeypatch)
+    yield from serve_fake("gemini", monkeypatch)
 
 
 @pytest.fixture
 def openai_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
-    yield from _serve("openai", monkeypatch)
+    yield from serve_fake("openai", monkeypatch)
 
 
 @pytest.fixture
 def anthropic_fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderFake]:
-    yield from _serve("anthropic", monkeypatch)
+    yield from serve_fake("anthropic", monkeypatch)
