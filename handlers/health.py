@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from runtime.errors import ConfigurationError
+
 from . import metrics
 
 log = structlog.get_logger("chatflow.health")
@@ -35,7 +37,13 @@ class HealthServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> HealthServer:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        try:
+            self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot serve /metrics on {self.host}:{self.port}: {exc.strerror}; another "
+                "process holds the port. Choose another --metrics-port (CHATFLOW_METRICS_PORT; "
+                "--processes N uses N ports from it) or 0 to turn the endpoints off") from exc
         log.info("metrics and health endpoints listening", host=self.host, port=self.bound_port)
         return self
 

@@ -276,6 +276,7 @@ class Worker:
         await self.http.aclose()
         await self.sandbox.aclose()
         await self.client.aclose()
+        log.info("worker stopped", consumer=self.consumer)
 
 
 _NULL = {b"__data__": b"null"}

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import structlog
 
+from runtime.errors import ChatflowError
+
 from ..embedded import EmbeddedServer
 from ..examples import publish_examples
 from ..logging import configure_logging
@@ -20,6 +22,7 @@ from ..native import load_native_tools
 from ..settings import Settings
 from ..worker import Worker
 from .common import add_redis_flag, require_url, settings_from
+from .supervise import supervise
 
 log = structlog.get_logger("chatflow.cli")
 
@@ -70,7 +73,11 @@ def _worker_process(settings_json: str, url: str, index: int = 0,
     settings = Settings.model_validate_json(settings_json)
     if settings.metrics_port:  # one exposition per process: see handlers/metrics.py
         settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
-    asyncio.run(serve(settings, url, tool_modules=tool_modules))
+    try:
+        asyncio.run(serve(settings, url, tool_modules=tool_modules))
+    except ChatflowError as exc:  # the supervisor sees the exit code and stops the set
+        print(f"chatflow worker process {index}: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _with_metrics_port(settings: Settings, args: argparse.Namespace) -> Settings:
@@ -94,15 +101,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     procs = [ctx.Process(target=_worker_process,
                          args=(settings.model_dump_json(), url, i, tuple(args.tools)))
              for i in range(args.processes)]
-    for p in procs:
-        p.start()
-    try:
-        for p in procs:
-            p.join()
-    except KeyboardInterrupt:
-        for p in procs:
-            p.terminate()
-    return 0
+    return supervise(procs)
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,29 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from handlers.embedded import free_port
 from tests.harness import Harness
+
+
+def consecutive_free_ports(count: int) -> int:
+    """A base port such that ``base .. base+count-1`` are all free on loopback right now."""
+    while True:
+        base = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return base
+
+
+def start_workers(bare: Harness, base: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "REDIS_URL": bare.url, "CHATFLOW_PREFIX": bare.settings.prefix,
+           "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_METRICS_HOST": "127.0.0.1"}
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("chatflow")), "worker", "--processes", "2",
+         "--metrics-port", str(base)], env=env, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, start_new_session=True)
 
 
 def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:
@@ -33,13 +57,8 @@ def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:
 
 
 async def test_each_worker_process_serves_its_own_metrics_port(bare: Harness) -> None:
-    base = free_port()
-    env = {**os.environ, "REDIS_URL": bare.url, "CHATFLOW_PREFIX": bare.settings.prefix,
-           "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_METRICS_HOST": "127.0.0.1"}
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("chatflow")), "worker", "--processes", "2",
-         "--metrics-port", str(base)], env=env, stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, start_new_session=True)
+    base = consecutive_free_ports(2)
+    proc = start_workers(bare, base)
     try:
         ports = await asyncio.wait_for(asyncio.to_thread(listening_ports, proc, 2), 60)
         assert ports == {base, base + 1}
@@ -57,3 +76,35 @@ async def test_each_worker_process_serves_its_own_metrics_port(bare: Harness) ->
         await asyncio.to_thread(proc.wait, 30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+async def test_worker_set_exits_nonzero_naming_the_port_when_one_process_cannot_bind(
+        bare: Harness) -> None:
+    base = consecutive_free_ports(2)
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", base + 1))
+        squatter.listen()
+        proc = start_workers(bare, base)
+        try:
+            _, err = await asyncio.to_thread(proc.communicate, None, 60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1
+    assert f"cannot serve /metrics on 127.0.0.1:{base + 1}" in err.decode()
+    assert "worker process exited; stopping the others" in err.decode()
+
+
+async def test_sigterm_to_the_supervisor_alone_drains_every_worker_process(bare: Harness) -> None:
+    base = consecutive_free_ports(2)
+    proc = start_workers(bare, base)
+    try:
+        await asyncio.wait_for(asyncio.to_thread(listening_ports, proc, 2), 60)
+        proc.send_signal(signal.SIGTERM)  # PID 1 in a container gets the signal, not its children
+        _, err = await asyncio.to_thread(proc.communicate, None, 60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0
+    assert err.decode().count('"worker stopped"') == 2
