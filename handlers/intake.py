@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -19,7 +19,7 @@ from runtime.definitions import DefinitionCache
 from runtime.errors import ToolFailure
 from runtime.events import tool_result
 from runtime.machine import Machine
-from runtime.state import RootInfo
+from runtime.state import RootInfo, Transition
 from schemas.definition import ToolDefinition
 from schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
@@ -31,6 +31,7 @@ log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
 _enc = msgspec.json.Encoder()
 Entry = tuple[bytes, dict[bytes, bytes]]
+RunAhead = Callable[[int, list[Transition | None]], Awaitable[None]]
 
 
 def _now() -> int:
@@ -39,13 +40,14 @@ def _now() -> int:
 
 class Intake:
     def __init__(self, store: Store, machine: Machine, definitions: DefinitionCache,
-                 clock: Callable[[], int] = _now) -> None:
+                 clock: Callable[[], int] = _now, run_ahead: RunAhead | None = None) -> None:
         self.store = store
         self.keys: Keys = store.keys
         self.machine = machine
         self.definitions = definitions
         self.clock = clock
         self.results_maxlen = 0
+        self.run_ahead = run_ahead
 
     async def process(self, entries: list[Entry]) -> None:
         commands: list[tuple[bytes, ExecuteToolCommand]] = []
@@ -101,6 +103,20 @@ class Intake:
         metrics.dead_letter("commands")
         return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries)
 
+    async def _run_ahead(self, started: list[tuple[Any, int, str, Transition | None]]) -> None:
+        """Carry each new execution on while its blocks are inert (handlers/steps.py), one
+        partition at a time: a tool of scripts and callTools answers in this hop."""
+        if self.run_ahead is None:
+            return
+        by_partition: dict[int, list[int]] = {}
+        for i, (_, partition, _, _) in enumerate(started):
+            by_partition.setdefault(partition, []).append(i)
+        for partition, idx in by_partition.items():
+            transitions = [started[i][3] for i in idx]
+            await self.run_ahead(partition, transitions)
+            for i, t in zip(idx, transitions, strict=True):
+                started[i] = (*started[i][:3], t)
+
     def _definition(self, digest: str) -> ToolDefinition | None:
         published = self.definitions.get(digest)
         return published.definition if published else None
@@ -111,7 +127,7 @@ class Intake:
         pts = [c.action.publishedToolId for _, c in commands]
         raws, flags = await self.store.tools_and_flags(
             pts, [c.context.contactId for _, c in commands])
-        commits: list[Commit] = []
+        started: list[tuple[ExecuteToolCommand, int, str, Transition | None]] = []
         for (_, cmd), raw, flag in zip(commands, raws, flags, strict=True):
             partition = self.keys.partition_of(cmd.commandId)
             exec_id = f"{partition}-{uuid.uuid4().hex}"
@@ -126,8 +142,13 @@ class Intake:
                 t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
                                        partition=partition, now=now,
                                        debug=cmd.context.debug or flag)
-            t = self.machine.settle(t, self._definition, now)
-            deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
-            commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
-                                  deadline=None if t.finishes_root else deadline))
+            started.append((cmd, partition, exec_id, self.machine.settle(t, self._definition, now)))
+        await self._run_ahead(started)
+        commits: list[Commit] = []
+        for cmd, partition, exec_id, carried in started:
+            assert carried is not None
+            deadline = (next((w.deadlineMs for w in carried.writes if w.execId == exec_id),
+                             self.clock() + self.machine.limits.tool_timeout_ms), exec_id)
+            commits.append(Commit(partition, exec_id, carried, None, command_guard=cmd.commandId,
+                                  deadline=None if carried.finishes_root else deadline))
         metrics.observe_commits(commits, await self.store.commit(commits))

@@ -29,7 +29,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from schemas.wire import LlmUsageEvent, ToolExecutionStreamEvent
+from schemas.wire import LlmUsageEvent
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
@@ -112,9 +112,21 @@ INFLIGHT = Gauge("chatflow_executions_in_flight", "Root executions with a pendin
                  registry=REGISTRY)
 UP = Gauge("chatflow_worker_up", "1 while this process's subscribers run", registry=REGISTRY)
 
-_exec = msgspec.json.Decoder(ToolExecutionStreamEvent)
+class _Executed(msgspec.Struct):
+    """The fields of a ToolExecutionStreamEvent the metrics read; the rest is skipped."""
+
+    publishedToolId: str
+    success: bool
+    durationMs: int
+
+
+class _Answered(msgspec.Struct):
+    ok: bool = False
+
+
+_exec = msgspec.json.Decoder(_Executed)
 _usage = msgspec.json.Decoder(LlmUsageEvent)
-_result_ok = msgspec.json.Decoder(dict[str, Any])
+_result_ok = msgspec.json.Decoder(_Answered)
 _DROPPED = {0: "already_answered", -1: "stale", 2: "duplicate_command"}
 
 
@@ -144,28 +156,41 @@ def _observe_transition(t: Any) -> None:
     for entry in t.log:
         if entry.type == "block":
             kind = entry.blockType if entry.blockType in BLOCK_TYPES else OTHER
-            BLOCK_STEPS.labels(kind, "ok" if entry.ok else "error").inc()
-            BLOCK_SECONDS.labels(kind).observe((entry.durationMs or 0) / 1000)
+            _child(BLOCK_STEPS, kind, "ok" if entry.ok else "error").inc()
+            _child(BLOCK_SECONDS, kind).observe((entry.durationMs or 0) / 1000)
         elif entry.type in ("finished", "aborted") and entry.error is not None:
             code = code_label(entry.error.code)
-            ERRORS.labels(code).inc()
+            _child(ERRORS, code).inc()
             if entry.error.code in GUARDRAILS:
-                GUARDRAIL_TRIPS.labels(GUARDRAILS[entry.error.code]).inc()
+                _child(GUARDRAIL_TRIPS, GUARDRAILS[entry.error.code]).inc()
     for emit in t.emits:
         if emit.kind == "execution":
             event = _exec.decode(emit.data)
             outcome = "success" if event.success else "failure"
             tool = tool_label(event.publishedToolId)
-            EXECUTIONS.labels(tool, outcome).inc()
-            EXECUTION_SECONDS.labels(tool, outcome).observe(event.durationMs / 1000)
+            _child(EXECUTIONS, tool, outcome).inc()
+            _child(EXECUTION_SECONDS, tool, outcome).observe(event.durationMs / 1000)
         elif emit.kind == "llm_usage":
             usage = _usage.decode(emit.data)
             capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
-            LLM_TOKENS.labels(capability, "prompt").inc(usage.promptTokens)
-            LLM_TOKENS.labels(capability, "completion").inc(usage.completionTokens)
+            _child(LLM_TOKENS, capability, "prompt").inc(usage.promptTokens)
+            _child(LLM_TOKENS, capability, "completion").inc(usage.completionTokens)
         elif emit.kind == "result":
-            ok = _result_ok.decode(emit.data).get("ok")
-            RESULTS.labels("ok" if ok else "error").inc()
+            _child(RESULTS, "ok" if _result_ok.decode(emit.data).ok else "error").inc()
+
+
+_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _child(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, memoised: ``labels()`` takes a lock and rebuilds the key
+    on every call, a visible share of a worker's CPU at thousands of steps per second.
+    Label sets are bounded (module docstring), so the memo is too."""
+    key = (id(metric), values)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*values)
+    return child
 
 
 def reaper_action(action: str, n: int = 1) -> None:

@@ -41,11 +41,18 @@ class Relay:
 
     async def _relay(self, partition: int, entries: list[Entry]) -> None:
         items: list[Publish] = []
+        answers: list[Publish] = []
         for entry_id, fields in entries:
-            stream, maxlen = self.target(fields.get(b"k", b""), fields.get(b"t", b""))
+            kind = fields.get(b"k", b"")
+            stream, maxlen = self.target(kind, fields.get(b"t", b""))
             marker = Keys.sent_marker(stream, f"{partition}:{entry_id.decode()}")
-            items.append(Publish(stream, marker, fields.get(b"d", b"{}"), maxlen))
+            publish = Publish(stream, marker, fields.get(b"d", b"{}"), maxlen)
+            (answers if kind == b"result" else items).append(publish)
+        # A cluster pipeline runs on every node at once; results go out last, so whoever sees
+        # a result (a flow, a test, a person tailing) also sees that tree's debug events.
         await self.store.publish_once(items)
+        await self.store.publish_once(answers)
+        items += answers
         ids = [entry_id for entry_id, _ in entries]
         outbox = self.keys.outbox(partition)
         async with self.store.client.pipeline(transaction=False) as pipe:

@@ -34,6 +34,9 @@ from .store import Commit, Store
 log = structlog.get_logger("chatflow.steps")
 
 Entry = tuple[bytes, dict[bytes, bytes]]
+# Blocks whose only I/O stays inside the runtime: a V8 sandbox with no host access, and
+# the read of a child tool's definition. Running one twice is harmless (handlers/steps.py).
+INERT_BLOCKS = frozenset({"executeScript", "callTool"})
 
 
 def now_ms() -> int:
@@ -86,12 +89,41 @@ class StepProcessor:
         for decided in results:
             assert not isinstance(decided, Pending)
             settled.append(decided and self.machine.settle(decided, self._definition, now))
-        await self._resume_parents(partition, settled, now)
+        await self.run_ahead(partition, settled)
         for (entry_id, msg), state, transition in zip(msgs, states, settled, strict=True):
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
         self.steps_done += len(entries)
+
+    async def run_ahead(self, partition: int, transitions: list[Transition | None]) -> None:
+        """Carry settled transitions on inside this hop while their next block is inert.
+
+        A finished child resumes its parent in place; a next block with no effect outside
+        the runtime (``INERT_BLOCKS``) runs now and is folded in, in rounds, each round
+        running one such block per transition, all of them concurrently. Whatever is left
+        (an httpCall, a callAI...) stays a step entry for the next hop. Running an inert
+        block again after a crash changes nothing outside, so this keeps the at-least-once
+        contract of side effects exactly as it was, and a tool of scripts, callTools and
+        returns answers in the hop that took its command."""
+        machine = self.machine
+        for _ in range(machine.limits.max_hops * (machine.limits.max_depth + 1) + 1):
+            await self._resume_parents(partition, transitions, self.clock())
+            now = self.clock()
+            work: list[tuple[int, int, Pending]] = []
+            for ti, t in enumerate(transitions):
+                found = t and machine.next_block(t, self._definition, now, INERT_BLOCKS)
+                if found:
+                    work.append((ti, found[0], Pending(found[1], found[2])))
+            if not work:
+                return
+            done = await asyncio.gather(*(self._run_bound(p) for _, _, p in work))
+            now = self.clock()
+            for (ti, si, _), outcome in zip(work, done, strict=True):
+                t = transitions[ti]
+                assert t is not None
+                transitions[ti] = machine.settle(machine.fold(t, si, outcome), self._definition,
+                                                 now)
 
     async def _resume_parents(self, partition: int, transitions: list[Transition | None],
                               now: int) -> None:

@@ -20,9 +20,8 @@ from typing import Any
 
 import httpx
 import structlog
-from faststream import Context
 from faststream.middlewares import AckPolicy
-from faststream.redis import RedisBroker, StreamSub
+from faststream.redis import StreamSub
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
@@ -37,6 +36,7 @@ from runtime.machine import Machine
 from runtime.sandbox import ScriptLimits, ScriptSandbox
 
 from . import metrics as prom
+from .batches import Entry, entries_of, raw_broker, raw_entries
 from .health import HealthServer
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
@@ -50,7 +50,6 @@ from .steps import StepProcessor
 from .store import Store, Targets
 
 log = structlog.get_logger("chatflow.worker")
-Entry = tuple[bytes, dict[bytes, bytes]]
 Process = Callable[[list[Entry]], Awaitable[None]]
 LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
 
@@ -102,17 +101,15 @@ class Worker:
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions)
-        self.intake = Intake(self.store, self.machine, self.definitions)
+        self.intake = Intake(self.store, self.machine, self.definitions,
+                             run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen
         self.relay = Relay(self.store, s)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer)
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
-        # FastStream's own per-message INFO lines would drown ours; errors still come through
-        # our subscribers' handlers.
-        self.broker = (_cluster_broker(self.url) if s.redis_cluster
-                       else RedisBroker(self.url, logger=_QUIET))
+        self.broker = raw_broker(self.url, cluster=s.redis_cluster)
         prom.configure(s.metrics_max_tools)
         self.broker.add_middleware(RedisPrometheusMiddleware(registry=prom.REGISTRY,
                                                              app_name="chatflow-worker"))
@@ -129,9 +126,7 @@ class Worker:
     def _sub(self, stream: str, group: str, process: Process) -> None:
         s = self.settings
 
-        async def handle(_body: Any, message: Any = _MESSAGE) -> None:
-            raw = message.raw_message
-            entries = list(zip(raw["message_ids"], raw["entries"], strict=True))
+        async def handle(entries: list[Entry]) -> None:
             await self._slots.acquire()
             task = asyncio.create_task(self._guarded(process, entries))
             self._inflight.add(task)
@@ -141,7 +136,8 @@ class Worker:
             stream=StreamSub(stream, group=group, consumer=self.consumer, batch=True,
                              max_records=s.batch_size, polling_interval=s.block_ms),
             ack_policy=AckPolicy.MANUAL,
-            parser=_raw_entries,
+            parser=raw_entries,
+            decoder=entries_of,
         )(handle)
 
     def _subscribe(self) -> None:
@@ -279,26 +275,6 @@ class Worker:
         log.info("worker stopped", consumer=self.consumer)
 
 
-_NULL = {b"__data__": b"null"}
-_MESSAGE: Any = Context("message")  # FastStream injects the raw message here
-_QUIET: Any = None
-
-
-async def _raw_entries(message: Any, original: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Hand the handler the entries untouched.
-
-    FastStream's batch parser JSON-decodes every entry and re-encodes the batch;
-    an entry that is not valid UTF-8 JSON (a producer's mistake) would fail the
-    whole batch there, before our own code could dead-letter it. Our processors
-    decode entries themselves, so FastStream gets placeholders and the raw entries
-    ride along in the raw message.
-    """
-    light = dict(message)
-    light["entries"] = message["data"]
-    light["data"] = [_NULL]
-    return await original(light)
-
-
 async def cancel_until_done(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel tasks and wait for them, cancelling again while any survives: on Python 3.11,
     ``asyncio.wait_for`` (used inside redis-py) loses a cancellation that races with its
@@ -322,9 +298,3 @@ def _bind_native(fn: Callable[[str, list[Entry]], Awaitable[None]], name: str) -
         await fn(name, entries)
 
     return bound
-
-
-def _cluster_broker(url: str) -> Any:
-    from faststream.redis import RedisClusterBroker
-
-    return RedisClusterBroker(url, logger=_QUIET)

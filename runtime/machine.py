@@ -230,9 +230,8 @@ class Machine:
         Each block still gets its own log entry and debug event."""
         for _ in range(self.limits.max_hops + 1):
             for i, step in enumerate(t.steps):
-                state = next((s for s in reversed(t.writes) if s.execId == step.e), None)
-                if (step.k != "run" or state is None or state.version != step.v
-                        or state.status != "running"):
+                state = _running(t, step)
+                if state is None:
                     continue
                 definition = definitions(state.defHash)
                 planned = self.plan(state, definition, now) if definition else None
@@ -242,6 +241,27 @@ class Machine:
             else:
                 return t
         return t
+
+    def next_block(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
+                   now: int, kinds: frozenset[str]) -> tuple[int, ExecState, Block] | None:
+        """The first run step of ``t`` whose next block is one of ``kinds``, with its state.
+
+        The caller runs that block (it needs I/O, so it cannot happen here) and folds the
+        outcome back in with ``fold``: how blocks with no side effect outside the runtime
+        (a script, loading a child tool) run inside the current hop instead of the next."""
+        for i, step in enumerate(t.steps):
+            state = _running(t, step)
+            definition = definitions(state.defHash) if state is not None else None
+            if state is None or definition is None:
+                continue
+            planned = self.plan(state, definition, now)
+            if not isinstance(planned, Transition) and planned.type in kinds:
+                return i, state, planned
+        return None
+
+    def fold(self, t: Transition, index: int, outcome: Transition) -> Transition:
+        """``t`` with its step ``index`` replaced by ``outcome``, the transition that step made."""
+        return _fuse(t, index, outcome)
 
     # -- internals -------------------------------------------------------------
 
@@ -329,6 +349,16 @@ class Machine:
                 payload["error"] = {"code": error.code, "message": error.message}
             t.emits.append(debug_emit(state, "action_result", "executeTool", payload, now))
         return t
+
+
+def _running(t: Transition, step: StepMsg) -> ExecState | None:
+    """The state a ``run`` step of ``t`` would advance, if ``t`` wrote it and it still runs."""
+    if step.k != "run":
+        return None
+    state = next((s for s in reversed(t.writes) if s.execId == step.e), None)
+    if state is None or state.version != step.v or state.status != "running":
+        return None
+    return state
 
 
 def _fuse(first: Transition, index: int, second: Transition) -> Transition:

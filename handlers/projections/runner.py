@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import structlog
-from faststream import Context
 from faststream.middlewares import AckPolicy
-from faststream.redis import RedisBroker, StreamSub
+from faststream.redis import StreamSub
 from redis.exceptions import RedisError
 
 from runtime.machine import Machine
 
+from ..batches import Entry, entries_of, raw_broker, raw_entries
 from ..keys import PROJECTION_GROUP, Keys
 from ..recovery import Recovery
 from ..redis_client import make_client
 from ..settings import Settings
 from ..store import Store
-from ..worker import _raw_entries as raw_entries
 from .execlog import ExecutionLog, ensure_group, trim_source
 
 log = structlog.get_logger("chatflow.projections")
@@ -41,12 +39,10 @@ class ProjectionRunner:
         store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
                       dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s)
         self.recovery = Recovery(store, Machine(s.limits()), s, consumer)
-        self.broker = RedisBroker(url)
+        self.broker = raw_broker(url, cluster=s.redis_cluster)
         self._loop: asyncio.Task[None] | None = None
 
-        async def handle(_body: Any, message: Any = Context("message")) -> None:  # noqa: B008
-            raw = message.raw_message
-            entries = list(zip(raw["message_ids"], raw["entries"], strict=True))
+        async def handle(entries: list[Entry]) -> None:
             await self.projection.process(entries)
 
         self.broker.subscriber(
@@ -54,6 +50,7 @@ class ProjectionRunner:
                              batch=True, max_records=s.batch_size, polling_interval=s.block_ms),
             ack_policy=AckPolicy.MANUAL,
             parser=raw_entries,  # a malformed entry must not fail FastStream's batch parse
+            decoder=entries_of,
         )(handle)
 
     async def _maintain(self) -> None:

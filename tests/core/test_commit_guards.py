@@ -7,6 +7,7 @@ from handlers.redis_client import make_client
 from handlers.store import STALE, Commit, Store
 from runtime.state import LogEntry, Transition
 from tests.harness import Harness
+from tests.httpserver import LoopbackServer
 
 
 async def test_a_fused_transition_is_dropped_whole_when_a_parent_moved_on(
@@ -29,18 +30,44 @@ async def test_a_fused_transition_is_dropped_whole_when_a_parent_moved_on(
         await client.aclose()
 
 
-async def test_a_nested_tool_resumes_its_parent_without_another_step(harness: Harness) -> None:
-    from tests.core.tools import call, ret, to, tool
-
-    await harness.put_tool("pt-child", tool("r", ret("r", "c")))
-    await harness.put_tool("pt-parent", tool("c", call("c", "pt-child", "o", to("r")),
-                                             ret("r", "<{{o}}>")))
-    result = await harness.run("pt-parent")
-    assert result.result == "<c>"
+async def steps_added(harness: Harness) -> int:
     added = 0
     for n in range(harness.keys.partitions):
         info = await harness.client.xinfo_stream(harness.keys.steps(n))
         added += int(info["entries-added"])
-    # One step entry: the callTool block. The child's return, the parent's resume and its
-    # return are all decided in that step's commit.
-    assert added == 1
+    return added
+
+
+async def test_a_tool_of_inert_blocks_answers_in_the_hop_that_took_its_command(
+        harness: Harness) -> None:
+    from tests.core.tools import call, ret, script, to, tool
+
+    await harness.put_tool("pt-child", tool("s", script("s", "return n + '!'", "v", to("r"),
+                                                              inputs={"n": "{{n}}"}),
+                                            ret("r", "{{v}}")))
+    await harness.put_tool("pt-parent", tool("c", call("c", "pt-child", "o", to("r"),
+                                                       inputs={"n": "c"}),
+                                             ret("r", "<{{o}}>")))
+    result = await harness.run("pt-parent")
+    assert result.result == "<c!>"
+    # The callTool, the child's script and return, the parent's resume and its return are
+    # all decided in the intake's commit: no step entry at all.
+    assert await steps_added(harness) == 0
+
+
+async def test_an_http_block_still_takes_its_own_hop_and_inert_blocks_after_it_ride_along(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    from tests.core.tools import http, ret, script, to, tool
+
+    http_server.route("GET", "/n", {"n": 4})
+    await harness.put_tool("pt-mixed", tool(
+        "a", script("a", "return 1", "a", to("h")),
+        http("h", http_server.base + "/n", to("b"), responseBodyVariable="resp"),
+        script("b", "return Number(n) * 10", "b", to("r"), inputs={"n": "{{resp.n}}"}),
+        ret("r", "{{a}}-{{b}}")))
+    result = await harness.run("pt-mixed")
+    assert result.result == "1-40"
+    # The script before the httpCall runs at intake; the httpCall is the one step entry
+    # (side effects never run at intake); the script and return after it ride its commit.
+    assert await steps_added(harness) == 1
+    assert len(http_server.requests) == 1
