@@ -184,25 +184,25 @@ class Store:
         return value
 
     async def get_tools(self, ids: list[str]) -> list[bytes | None]:
-        if not ids:
-            return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for pt in ids:
-                pipe.get(self.keys.tool(pt))
-            return list(await pipe.execute())
+        raws, _ = await self.tools_and_flags(ids, [])
+        return raws
 
     async def tools_and_flags(self, ids: list[str], contact_ids: list[str]
                               ) -> tuple[list[bytes | None], list[bool]]:
-        """The published tools and the contacts' debug flags, in one round trip."""
-        if not ids:
+        """The published tools and the contacts' debug flags, in one round trip. A batch
+        names few distinct tools and contacts: each key is read once."""
+        if not ids and not contact_ids:
             return [], []
+        tools, contacts = list(dict.fromkeys(ids)), list(dict.fromkeys(contact_ids))
         async with self.client.pipeline(transaction=False) as pipe:
-            for pt in ids:
+            for pt in tools:
                 pipe.get(self.keys.tool(pt))
-            for contact in contact_ids:
+            for contact in contacts:
                 pipe.exists(self.keys.debug_flag(contact))
             raw = await pipe.execute()
-        return list(raw[: len(ids)]), [bool(x) for x in raw[len(ids):]]
+        tool = dict(zip(tools, raw[: len(tools)], strict=True))
+        flag = dict(zip(contacts, raw[len(tools):], strict=True))
+        return [tool[pt] for pt in ids], [bool(flag[c]) for c in contact_ids]
 
     async def debug_flags(self, contact_ids: list[str]) -> list[bool]:
         if not contact_ids:

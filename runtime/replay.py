@@ -14,6 +14,7 @@ outside the machine: a deadline, a cancellation, a crash (``aborted`` entries).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,12 +35,18 @@ _NEVER_MS = 2**62  # deadlines are not re-derived: a timeout is recorded as ``ab
 _SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    # Context keys repeat from command to command; the regex runs once per distinct key.
+    return bool(_SECRET.search(key))
+
+
 def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     """The command context as the event stream records it: secret-looking keys masked (a
     router's access token must not land in traces; conditions rarely read one)."""
     out: dict[str, Any] = {}
     for key, value in context.items():
-        if _SECRET.search(key):
+        if _secret_key(key):
             out[key] = "***"
         elif isinstance(value, Mapping) and depth < 4:
             out[key] = recordable_context(value, depth + 1)

@@ -36,25 +36,35 @@ log = structlog.get_logger("chatflow.projections")
 Entry = tuple[bytes, dict[bytes, bytes]]
 _decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
 
-# KEYS: log zset, events hash, buckets hash
-# ARGV: dedup id, occurred ms, hour, ok (0/1), duration ms, event json,
-#       log floor ms, bucket floor hour
+# KEYS: log zset, events hash, buckets hash (one tool)
+# ARGV: log floor ms, bucket floor hour, then per event six values:
+#       dedup id, occurred ms, hour, ok (0/1), duration ms, event json
+# Returns one verdict per event: 1 applied, 0 duplicate, -1 older than the log floor.
 _APPLY = """
-local occurred = tonumber(ARGV[2])
-if occurred < tonumber(ARGV[7]) then return -1 end
-if redis.call('ZADD', KEYS[1], 'NX', occurred, ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[6])
-local h = ARGV[3]
-local first = redis.call('HINCRBY', KEYS[3], h .. ':n', 1)
-redis.call('HINCRBY', KEYS[3], h .. ':ok', tonumber(ARGV[4]))
-redis.call('HINCRBY', KEYS[3], h .. ':ms', tonumber(ARGV[5]))
-local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 500)
+local log_floor = tonumber(ARGV[1])
+local verdicts = {}
+local fresh_hour = false
+for i = 3, #ARGV, 6 do
+  local id, occurred, h = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  if occurred < log_floor then
+    verdicts[#verdicts + 1] = -1
+  elseif redis.call('ZADD', KEYS[1], 'NX', occurred, id) == 0 then
+    verdicts[#verdicts + 1] = 0
+  else
+    redis.call('HSET', KEYS[2], id, ARGV[i + 5])
+    if redis.call('HINCRBY', KEYS[3], h .. ':n', 1) == 1 then fresh_hour = true end
+    redis.call('HINCRBY', KEYS[3], h .. ':ok', tonumber(ARGV[i + 3]))
+    redis.call('HINCRBY', KEYS[3], h .. ':ms', tonumber(ARGV[i + 4]))
+    verdicts[#verdicts + 1] = 1
+  end
+end
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 500)
 if #old > 0 then
   redis.call('ZREM', KEYS[1], unpack(old))
   redis.call('HDEL', KEYS[2], unpack(old))
 end
-if first == 1 then
-  local floor = tonumber(ARGV[8])
+if fresh_hour then
+  local floor = tonumber(ARGV[2])
   local stale = {}
   for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
     local hour = tonumber(string.match(f, '^(%d+):'))
@@ -62,7 +72,7 @@ if first == 1 then
   end
   if #stale > 0 then redis.call('HDEL', KEYS[3], unpack(stale)) end
 end
-return 1
+return verdicts
 """
 
 
@@ -126,27 +136,33 @@ class ExecutionLog:
         log_floor = now - self.log_retention_ms
         bucket_floor = now // HOUR_MS - WINDOW_HOURS - 24  # keep a day beyond the window
         k, ns = self.keys, self.ns
+        by_tool: dict[str, list[Parsed]] = {}
+        for r in rows:
+            by_tool.setdefault(r.tool, []).append(r)
         for attempt in (1, 2):
-            # EVALSHA queued by hand: redis-py's ClusterPipeline refuses Script objects.
+            # One script call per tool and batch. EVALSHA queued by hand: redis-py's
+            # ClusterPipeline refuses Script objects.
             async with self.client.pipeline(transaction=False) as pipe:
-                for r in rows:
-                    pipe.execute_command(
-                        "EVALSHA", self._apply.sha, 3, k.proj_log(r.tool, ns),
-                        k.proj_events(r.tool, ns), k.proj_buckets(r.tool, ns),
-                        r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
-                        r.duration_ms, r.data, log_floor, bucket_floor)
-                for tool in {r.tool for r in rows}:
+                for tool, group in by_tool.items():
+                    args: list[Any] = [log_floor, bucket_floor]
+                    for r in group:
+                        args += [r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
+                                 r.duration_ms, r.data]
+                    pipe.execute_command("EVALSHA", self._apply.sha, 3, k.proj_log(tool, ns),
+                                         k.proj_events(tool, ns), k.proj_buckets(tool, ns), *args)
+                for tool in by_tool:
                     pipe.sadd(k.proj_tools(ns), tool)
                 try:
-                    verdicts = await pipe.execute()
+                    replies = await pipe.execute()
                     break
                 except NoScriptError:
                     if attempt == 2:
                         raise
                     await self.client.script_load(_APPLY)  # every primary, on a cluster
-        new = sum(1 for v in verdicts[:len(rows)] if v == 1)
+        verdicts = [int(v) for reply in replies[:len(by_tool)] for v in reply]
+        new = verdicts.count(1)
         self.applied += new
-        self.duplicates += sum(1 for v in verdicts[:len(rows)] if v == 0)
+        self.duplicates += verdicts.count(0)
         return new
 
     async def process(self, entries: list[Entry]) -> None:
