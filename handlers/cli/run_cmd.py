@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import multiprocessing
 import os
 import signal
@@ -61,10 +62,20 @@ async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None,
         loop.add_signal_handler(sig, stop.set)
     worker = Worker(settings, url, native_tools=load_native_tools(tool_modules))
     await worker.start()
+    tune_gc(settings.gc_threshold)
     try:
         await stop.wait()
     finally:
         await worker.stop()
+
+
+def tune_gc(threshold: int) -> None:
+    """Freeze what start-up allocated (modules, models, compiled scripts: never garbage) out
+    of the collector's sight, and collect young objects less often (Settings.gc_threshold)."""
+    if threshold:
+        gc.freeze()
+        _, gen1, gen2 = gc.get_threshold()
+        gc.set_threshold(threshold, gen1, gen2)
 
 
 def _worker_process(settings_json: str, url: str, index: int = 0,
