@@ -53,8 +53,10 @@ class Pending:
 
 class StepProcessor:
     def __init__(self, store: Store, machine: Machine, runner: BlockRunner,
-                 definitions: DefinitionCache, clock: Callable[[], int] = now_ms) -> None:
+                 definitions: DefinitionCache, clock: Callable[[], int] = now_ms,
+                 run_ahead_budget_ms: int = 3_000) -> None:
         self.store = store
+        self.run_ahead_budget_ms = run_ahead_budget_ms
         self.machine = machine
         self.runner = runner
         self.definitions = definitions
@@ -105,11 +107,16 @@ class StepProcessor:
         (an httpCall, a callAI...) stays a step entry for the next hop. Running an inert
         block again after a crash changes nothing outside, so this keeps the at-least-once
         contract of side effects exactly as it was, and a tool of scripts, callTools and
-        returns answers in the hop that took its command."""
+        returns answers in the hop that took its command. The rounds stop after
+        ``run_ahead_budget_ms``, well inside the reclaim idle time, so a batch is never
+        held long enough for another worker to take it over."""
         machine = self.machine
+        until = self.clock() + self.run_ahead_budget_ms
         for _ in range(machine.limits.max_hops * (machine.limits.max_depth + 1) + 1):
             await self._resume_parents(partition, transitions, self.clock())
             now = self.clock()
+            if now >= until:  # a long chain of slow scripts: the rest goes on as step entries
+                return
             work: list[tuple[int, int, Pending]] = []
             for ti, t in enumerate(transitions):
                 found = t and machine.next_block(t, self._definition, now, INERT_BLOCKS)

@@ -100,7 +100,8 @@ class Worker:
                              CallEndpointExecutor(self.http, self.store, self.machine.limits))
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
-        self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions)
+        self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions,
+                                   run_ahead_budget_ms=s.claim_idle_ms // 4)
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen

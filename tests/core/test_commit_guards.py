@@ -71,3 +71,23 @@ async def test_an_http_block_still_takes_its_own_hop_and_inert_blocks_after_it_r
     # (side effects never run at intake); the script and return after it ride its commit.
     assert await steps_added(harness) == 1
     assert len(http_server.requests) == 1
+
+
+async def test_run_ahead_stops_at_its_budget_and_the_rest_goes_on_as_step_entries(
+        redis_url: str, prefix: str) -> None:
+    from tests.core.tools import ret, script, to, tool
+
+    slow = "const t = Date.now(); while (Date.now() - t < 60) {} return 1"
+    h = Harness(redis_url, prefix, claim_idle_ms=400)  # run-ahead budget: 100 ms
+    try:
+        await h.start_worker()
+        await h.put_tool("pt-slow", tool(
+            "a", script("a", slow, "a", to("b")), script("b", slow, "b", to("c")),
+            script("c", slow, "c", to("d")), script("d", slow, "d", to("r")),
+            ret("r", "{{a}}{{b}}{{c}}{{d}}")))
+        result = await h.run("pt-slow")
+        assert result.result == "1111"
+        # Four 60 ms scripts do not fit one 100 ms budget: at least one hop more.
+        assert await steps_added(h) >= 1
+    finally:
+        await h.close()
