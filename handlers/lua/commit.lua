@@ -14,6 +14,8 @@ local function ack(id)
   end
 end
 
+local expiring = {}
+
 local function apply(o)
   local op, key = o[1], KEYS[o[2]]
   if op == 'state' then
@@ -31,7 +33,10 @@ local function apply(o)
     redis.call('XADD', key, '*', 'k', o[3], 't', o[4], 'd', o[5])
   elseif op == 'log' then
     redis.call('XADD', key, 'MAXLEN', '~', '512', '*', 'd', o[3])
-    redis.call('EXPIRE', key, o[4])
+    if not expiring[key] then  -- once per event stream and call: one execution logs many
+      redis.call('EXPIRE', key, o[4])
+      expiring[key] = true
+    end
   elseif op == 'setex' then
     redis.call('SET', key, o[3], 'EX', o[4])
   elseif op == 'zadd' then
