@@ -48,6 +48,21 @@ def get_tool(state: RegistryState, tool_id: str, *, trashed_ok: bool = False) ->
     return tool
 
 
+def _published_id(state: RegistryState, tool: Record, wanted: str | None) -> str:
+    """The id a publish uses: the tool's own if it has one, else ``wanted``, else a new one."""
+    current: str | None = (tool.get("publishedTool") or {}).get("id")
+    if wanted is None:
+        return current or new_id("pt")
+    if current and current != wanted:
+        raise Conflict(f"tool {tool['id']!r} is published as {current!r}, not {wanted!r}",
+                       code="published_id_mismatch", publishedToolId=current)
+    owner = state.published.get(wanted)
+    if owner and owner != tool["id"]:
+        raise Conflict(f"publishedToolId {wanted!r} belongs to tool {owner!r}",
+                       code="published_id_taken", toolId=owner)
+    return wanted
+
+
 def check_version(record: Record, wanted: int | None, what: str) -> None:
     if wanted is not None and wanted != record["version"]:
         raise Conflict(f"{what} was changed meanwhile: it is at version {record['version']}, "
@@ -113,7 +128,16 @@ class ToolOps:
         await self.registry.commit(build)
         return tool_view(self.state.tools[tool_id])
 
-    async def publish(self, tool_id: str, version: int | None = None) -> Record:
+    async def publish(self, tool_id: str, version: int | None = None, *,
+                      published_id: str | None = None) -> Record:
+        """Publish the draft. A tool keeps one publishedToolId across re-publishes.
+
+        ``published_id`` chooses the publishedToolId of the first publish. Only trusted
+        internal callers pass it (``chatflow up`` publishes the examples under the fixed
+        ids that flows and the README use, ``pt-greeting`` ...); the API and the CLI never
+        do, so the ids they hand out stay random. Asking for an id another tool owns, or
+        for another id than the one the tool is already published under, is a Conflict.
+        """
         def build(state: RegistryState) -> Append:
             tool = state.tools.get(tool_id)
             if tool is None:
@@ -126,7 +150,7 @@ class ToolOps:
             if problems:
                 raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
                               problems=problems, code="invalid_definition")
-            pt = (tool.get("publishedTool") or {}).get("id") or new_id("pt")
+            pt = _published_id(state, tool, published_id)
             expect, sets = graph(state)
             expect[f"tool:{tool_id}"] = str(tool["version"])
             sets.update(bump(state, tool_id))
