@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=5, ge=0)
     max_invocations: int = Field(default=50, ge=0)
     http_timeout_ms: int = Field(default=10_000, ge=1)
+    # Outbound HTTP connections per worker process (httpCall, callEndpoint, fetchMedia,
+    # callAI share one pool). A block waiting for a free connection waits inside its own
+    # timeout; slow endpoints at high rates need a bigger pool or more processes.
+    http_max_connections: int = Field(default=100, ge=1)
     # Ops (docs/operations.md): projections, source-stream retention, metrics endpoint.
     projections_enabled: bool = True
     executions_retention_s: int = Field(default=14 * 86_400, ge=0)  # MINID trim; 0 keeps all

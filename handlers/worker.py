@@ -88,7 +88,9 @@ class Worker:
                                            s.debug_maxlen))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
-        self.http = httpx.AsyncClient(follow_redirects=False)
+        self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
+            max_connections=s.http_max_connections, max_keepalive_connections=min(
+                20, s.http_max_connections)))
         egress.bind(self.http, s.egress_policy())
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 from tests.core.tools import call, http, ret, script, to, tool, when
 from tests.harness import Harness
@@ -153,3 +155,33 @@ async def test_unsupported_blocks_fail_with_an_error_naming_the_block(harness: H
     assert not result.ok and result.error is not None
     assert result.error.code == "block_not_supported"
     assert "blockId=ep" in result.error.message and "callEndpoint" in result.error.message
+
+
+async def test_http_blocks_share_a_pool_no_larger_than_http_max_connections(
+        redis_url: str, prefix: str, http_server: LoopbackServer) -> None:
+    import threading
+
+    lock, active, peak, never = threading.Lock(), [0], [0], threading.Event()
+
+    def slow(_request: Any) -> Any:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        never.wait(0.2)  # a slow endpoint: each request is held 200 ms
+        with lock:
+            active[0] -= 1
+        return json_reply({"ok": 1})
+
+    http_server.route("GET", "/slow", slow)
+    h = Harness(redis_url, prefix, http_max_connections=1)
+    try:
+        await h.start_worker()
+        await h.put_tool("pt-slow-http", tool("h", http("h", http_server.base + "/slow", to("r")),
+                                              ret("r", "done")))
+        results = await asyncio.gather(*(h.run("pt-slow-http", command_id=f"slow-{i}")
+                                         for i in range(3)))
+        assert [r.result for r in results] == ["done"] * 3
+        assert len(http_server.requests) == 3
+        assert peak[0] == 1  # with httpx's default pool the three would overlap
+    finally:
+        await h.close()
