@@ -7,7 +7,9 @@ under the publishedToolId ``id`` (the ids flows and the README use: ``pt-greetin
 tool: ``GET /api/tools`` lists them and ``chatflow registry rebuild`` keeps their
 ``tool:{id}``.
 
-Idempotent, keyed by the files' ids (``chatflow up`` runs again on the same data):
+Idempotent, keyed by the files' ids (``chatflow up`` runs again on the same data), by
+:func:`handlers.registry.publishing.publish_release`, which ``chatflow publish FILE`` uses
+too:
 
 * no tool ``toolId``: create it and publish it under ``id``;
 * its published name and definition are the shipped ones: leave it (no event);
@@ -22,37 +24,23 @@ Idempotent, keyed by the files' ids (``chatflow up`` runs again on the same data
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from graphlib import TopologicalSorter
 from importlib import resources
-from typing import Any
 
 import structlog
 
+from runtime.registry.validation import call_targets
 from schemas.definition import PublishedTool
 
 from .keys import Keys
 from .redis_client import make_client
-from .registry import Conflict, Registry
+from .registry import Registry
 from .registry.crypto import SecretBox
-from .registry.models import ToolCreate, ToolPatch
+from .registry.publishing import ToolRelease, publish_release
 from .registry.tools import ToolOps
 from .settings import Settings
 
 log = structlog.get_logger("chatflow.examples")
-
-
-@dataclass(frozen=True)
-class Example:
-    pt: str  # publishedToolId
-    tool_id: str
-    name: str
-    definition: dict[str, Any]  # as shipped: the registry stores and compares it as is
-
-    def calls(self) -> list[str]:
-        blocks = self.definition.get("blocks") or {}
-        return [str(b.get("publishedToolId")) for b in blocks.values()
-                if isinstance(b, dict) and b.get("type") == "callTool"]
 
 
 def _files() -> list[bytes]:
@@ -65,49 +53,22 @@ def example_tools() -> list[PublishedTool]:
     return [PublishedTool.model_validate_json(data) for data in _files()]
 
 
-def examples() -> list[Example]:
+def examples() -> list[ToolRelease]:
     """The shipped examples in file-name order, each checked against the PublishedTool schema."""
     out = []
     for data in _files():
         tool = PublishedTool.model_validate_json(data)
-        raw = json.loads(data)
-        out.append(Example(tool.id, tool.toolId, tool.name, raw["definition"]))
+        raw = json.loads(data)  # as shipped: the registry stores and compares it as is
+        out.append(ToolRelease(tool.id, tool.toolId, tool.name, raw["definition"]))
     return out
 
 
-def in_call_order(items: list[Example]) -> list[Example]:
+def in_call_order(items: list[ToolRelease]) -> list[ToolRelease]:
     """Callees before their callers: publishing checks that every callTool target is published."""
     by_pt = {e.pt: e for e in items}
-    graph = {e.pt: [pt for pt in e.calls() if pt in by_pt] for e in items}
+    graph = {e.pt: [pt for _key, pt in call_targets(e.definition) if pt in by_pt]
+             for e in items}
     return [by_pt[pt] for pt in TopologicalSorter(graph).static_order()]
-
-
-async def sync_example(tools: ToolOps, example: Example) -> str:
-    """Make the registry publish ``example``; returns what was done (see the module doc)."""
-    await tools.registry.catch_up()
-    state = tools.registry.state
-    owner = state.published.get(example.pt)
-    if owner is not None and owner != example.tool_id:
-        raise Conflict(f"example {example.pt!r}: that publishedToolId belongs to tool "
-                       f"{owner!r}, not {example.tool_id!r}", code="published_id_taken")
-    tool = state.tools.get(example.tool_id)
-    if tool is None:
-        created = await tools.create(ToolCreate(id=example.tool_id, name=example.name,
-                                                definition=example.definition))
-        await tools.publish(example.tool_id, created["version"], published_id=example.pt)
-        return "created"
-    if tool.get("deletedAt"):
-        return "in_trash"
-    published = tool.get("publishedTool") or {}
-    if published.get("definition") == example.definition and published.get("name") == example.name:
-        return "unchanged"
-    version = int(tool["version"])
-    if tool.get("definition") != example.definition or tool.get("name") != example.name:
-        saved = await tools.save(example.tool_id, ToolPatch(
-            name=example.name, definition=example.definition, version=version))
-        version = int(saved["version"])
-    await tools.publish(example.tool_id, version, published_id=example.pt)
-    return "updated"
 
 
 async def publish_examples(settings: Settings, url: str) -> list[str]:
@@ -119,7 +80,7 @@ async def publish_examples(settings: Settings, url: str) -> list[str]:
         items = examples()
         live = set()
         for example in in_call_order(items):
-            outcome = await sync_example(tools, example)
+            outcome = await publish_release(tools, example)
             log.info("example tool", publishedToolId=example.pt, outcome=outcome)
             if outcome != "in_trash":
                 live.add(example.pt)

@@ -1,4 +1,11 @@
-"""``chatflow publish FILE``: validate a ToolDefinition and write ``tool:{publishedToolId}``."""
+"""``chatflow publish FILE``: validate a ToolDefinition and publish it through the registry.
+
+The file is checked first (every problem with its JSON path, nothing written); then
+:func:`~handlers.registry.publishing.publish_release` creates or updates the tool and
+publishes it under the publishedToolId, as ``chatflow up`` does with the examples: the
+tool is in the registry's log, ``GET /api/tools`` lists it, a rebuild keeps its key, and
+publishing an unchanged file again appends nothing.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +23,14 @@ from runtime.errors import ChatflowError
 from runtime.validation import parse_definition
 from schemas.definition import ToolDefinition
 
+from ..logging import configure_logging
+from ..registry import Conflict, Invalid, Registry
+from ..registry.crypto import SecretBox
+from ..registry.publishing import ToolRelease, publish_release
+from ..registry.tools import ToolOps
 from .common import add_redis_flag, client_for, settings_from
+
+TOOL_ID_MAX = 128  # ToolCreate.id
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,29 +58,67 @@ def load(path: str) -> tuple[dict[str, Any], list[str]]:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     data, problems = load(args.file)
-    wrapper = data if "definition" in data else {"definition": data}
+    wrapped = "definition" in data
+    wrapper = data if wrapped else {"definition": data}
     definition, found = parse_definition(wrapper.get("definition"))
     if definition is not None:
         found += _ai_problems(args, definition)
-    problems += [f"definition.{p}" if "definition" in data else p for p in found]
+    problems += [f"definition.{p}" if wrapped else p for p in found]
+    problems += _field_problems(wrapper)
     pt = str(args.id or wrapper.get("id") or "")
     if not pt:
         problems.append("id: no publishedToolId (give --id or an 'id' in the file)")
     if problems:
-        print(f"{args.file}: {len(problems)} problem(s)", file=sys.stderr)
-        for line in problems:
-            print(f"  {line}", file=sys.stderr)
-        return 1
+        return _refuse(f"{args.file}: {len(problems)} problem(s)", problems)
     assert definition is not None
     if args.check:
         print(f"{args.file}: valid")
         return 0
-    record = {"id": pt, "toolId": args.tool_id or wrapper.get("toolId") or pt,
-              "name": args.name or wrapper.get("name", ""),
-              "definition": definition.model_dump(mode="json", by_alias=True, exclude_none=True)}
-    asyncio.run(_write(args, pt, json.dumps(record, ensure_ascii=False)))
-    print(f"published tool:{pt}")
+    tool_id = str(args.tool_id or wrapper.get("toolId") or pt)
+    name = args.name or wrapper.get("name")  # none: a new tool is named after its toolId
+    release = ToolRelease(pt, tool_id, str(name) if name else None, wrapper["definition"])
+    configure_logging()
+    try:
+        outcome = asyncio.run(_publish(args, release))
+    except Invalid as exc:  # the registry's checks: callTool targets, cycles, credentials ...
+        return _refuse(f"{args.file}: {exc.message}",
+                       [p if wrapped else p.removeprefix("definition.") for p in exc.problems])
+    print(DONE[outcome].format(pt=pt, tool=tool_id))
     return 0
+
+
+DONE = {"created": "created: tool {tool} published as {pt}",
+        "updated": "updated: tool {tool} republished as {pt}",
+        "unchanged": "unchanged: tool {tool} is already published as {pt}; nothing appended"}
+
+
+def _field_problems(wrapper: dict[str, Any]) -> list[str]:
+    problems = [f"{field}: expected a string" for field in ("id", "toolId", "name")
+                if wrapper.get(field) is not None and not isinstance(wrapper[field], str)]
+    if len(str(wrapper.get("toolId") or "")) > TOOL_ID_MAX:
+        problems.append(f"toolId: longer than {TOOL_ID_MAX} characters")
+    return problems
+
+
+def _refuse(header: str, problems: list[str]) -> int:
+    print(header, file=sys.stderr)
+    for line in problems:
+        print(f"  {line}", file=sys.stderr)
+    return 1
+
+
+async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
+    settings = settings_from(args)
+    client, keys = client_for(settings)
+    try:
+        tools = ToolOps(Registry(client, keys, SecretBox(settings.encryption_key)))
+        outcome = await publish_release(tools, release)
+    finally:
+        await client.aclose()
+    if outcome == "in_trash":
+        raise Conflict(f"tool {release.tool_id!r} is in the trash: nothing published (restore "
+                       f"it with `chatflow tools restore {release.tool_id}`)", code="in_trash")
+    return outcome
 
 
 def _ai_problems(args: argparse.Namespace, definition: ToolDefinition) -> list[str]:
@@ -86,13 +138,5 @@ async def _existing_credentials(args: argparse.Namespace, ids: set[str]) -> set[
     client, keys = client_for(settings_from(args))
     try:
         return {c for c in ids if await client.exists(keys.llm_credential(c))}
-    finally:
-        await client.aclose()
-
-
-async def _write(args: argparse.Namespace, pt: str, value: str) -> None:
-    client, keys = client_for(settings_from(args))
-    try:
-        await client.set(keys.tool(pt), value)
     finally:
         await client.aclose()

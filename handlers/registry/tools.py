@@ -133,10 +133,12 @@ class ToolOps:
         """Publish the draft. A tool keeps one publishedToolId across re-publishes.
 
         ``published_id`` chooses the publishedToolId of the first publish. Only trusted
-        internal callers pass it (``chatflow up`` publishes the examples under the fixed
-        ids that flows and the README use, ``pt-greeting`` ...); the API and the CLI never
-        do, so the ids they hand out stay random. Asking for an id another tool owns, or
-        for another id than the one the tool is already published under, is a Conflict.
+        internal callers pass it, through :mod:`handlers.registry.publishing`
+        (``chatflow up`` publishes the examples under the fixed ids that flows and the
+        README use, ``pt-greeting`` ...; ``chatflow publish FILE`` under the file's id);
+        the API and ``chatflow tools publish`` never do, so the ids they hand out stay
+        random. Asking for an id another tool owns, or for another id than the one the
+        tool is already published under, is a Conflict.
         """
         def build(state: RegistryState) -> Append:
             tool = state.tools.get(tool_id)

@@ -22,7 +22,13 @@ def check_publish(state: RegistryState, tool_id: str) -> list[str]:
         return ["kind: a native tool is never publishable"]
     if tool.get("definition") is None:
         return ["definition: the tool has no definition yet (save a draft first)"]
-    definition, problems = parse_definition(tool["definition"])
+    return check_draft(state, tool_id, tool["definition"])
+
+
+def check_draft(state: RegistryState, tool_id: str, raw: Any) -> list[str]:
+    """Problems that would stop ``raw`` from being published as ``tool_id``'s definition,
+    before it is saved (the tool may not exist yet)."""
+    definition, problems = parse_definition(raw)
     problems = [f"definition.{p}" for p in problems]
     if definition is None:
         return problems

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 import redis
 
+from handlers.cli import publish_cmd
 from handlers.cli.main import main
 from handlers.keys import Keys
+from handlers.redis_client import make_client
+from handlers.registry import Registry
+from handlers.registry.crypto import SecretBox
+from handlers.registry.models import CredentialCreate
+from handlers.registry.servers import CredentialOps
 from runtime.blocks.ai_checks import check_ai_blocks, credential_ids
 from runtime.validation import parse_definition
 from schemas.definition import ToolDefinition
+from tests.api.support import ENCRYPTION_KEY
 from tests.blocks_ai.helpers import call_ai, fetch_media, returns, tool
 
 DEFINITION = tool(fetch_media("fetch", "ask"),
@@ -60,18 +68,30 @@ def test_chatflow_publish_refuses_a_tool_whose_credential_is_not_in_redis(
         redis_url: str, prefix: str, tool_file: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("CHATFLOW_PREFIX", prefix)
+    monkeypatch.setenv("CHATFLOW_ENCRYPTION_KEY", ENCRYPTION_KEY)
+    monkeypatch.setattr(publish_cmd, "configure_logging", lambda: None)  # keep structlog's
     keys = Keys(prefix)
     client = redis.Redis.from_url(redis_url)
 
     refused = main(["publish", "--redis-url", redis_url, tool_file])
     message = capsys.readouterr().err
-    client.set(keys.llm_credential("cred-pub"), json.dumps({"id": "cred-pub", "apiKey": "k"}))
+    asyncio.run(_create_credential(redis_url, keys, "cred-pub"))  # writes llm:credential:…
     published = main(["publish", "--redis-url", redis_url, tool_file])
 
     assert refused == 1
     assert "definition.blocks.ask.llmCredentialId: no LLM credential 'cred-pub'" in message
     assert client.get(keys.tool("pt-pub")) is not None
     assert published == 0
+
+
+async def _create_credential(redis_url: str, keys: Keys, cred_id: str) -> None:
+    """Through the registry, which ``chatflow publish`` checks callAI credentials against."""
+    client = make_client(redis_url)
+    try:
+        await CredentialOps(Registry(client, keys, SecretBox(ENCRYPTION_KEY))).create(
+            CredentialCreate(id=cred_id, name="OpenAI", apiKey="k"))
+    finally:
+        await client.aclose()
 
 
 def test_chatflow_publish_check_without_redis_says_credentials_were_not_checked(
