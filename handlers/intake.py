@@ -7,6 +7,7 @@ published twice, or redelivered after a crash, runs once.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -104,16 +105,18 @@ class Intake:
         return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries)
 
     async def _run_ahead(self, started: list[tuple[Any, int, str, Transition | None]]) -> None:
-        """Carry each new execution on while its blocks are inert (handlers/steps.py), one
-        partition at a time: a tool of scripts and callTools answers in this hop."""
-        if self.run_ahead is None:
+        """Carry each new execution on while its blocks are inert (handlers/steps.py), every
+        partition of the batch at once: a tool of scripts and callTools answers in this hop."""
+        run_ahead = self.run_ahead
+        if run_ahead is None:
             return
         by_partition: dict[int, list[int]] = {}
         for i, (_, partition, _, _) in enumerate(started):
             by_partition.setdefault(partition, []).append(i)
-        for partition, idx in by_partition.items():
-            transitions = [started[i][3] for i in idx]
-            await self.run_ahead(partition, transitions)
+        groups = [(idx, [started[i][3] for i in idx]) for idx in by_partition.values()]
+        await asyncio.gather(*(run_ahead(started[idx[0]][1], transitions)
+                               for idx, transitions in groups))
+        for idx, transitions in groups:
             for i, t in zip(idx, transitions, strict=True):
                 started[i] = (*started[i][:3], t)
 
