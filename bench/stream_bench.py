@@ -7,6 +7,7 @@ Scenarios, each with W worker processes on the same Valkey:
   baseline   a bare batched XREADGROUP/XADD/XACK loop, 3 hops per execution
   bench-3    a 3-block tool with no outside I/O: callTool → (child: return) → return
   scripts-3  three executeScript blocks, then return
+  http-3     httpCall (to a loopback echo server, its own process) → executeScript → return
 Prints steps/s (block steps), executions/s, p50/p99 command-to-result latency
 under load, p50 when idle (one command at a time), and CPU per step (workers + Valkey).
 Figures are ratios against the baseline measured in the same run, never asserted.
@@ -36,7 +37,7 @@ import redis.asyncio as aioredis
 
 from bench.chaos import HoldingServer, LocalCluster, command, setup_prefix
 from handlers.client import wait_results
-from handlers.embedded import EmbeddedServer
+from handlers.embedded import EmbeddedServer, free_port
 from handlers.keys import Keys
 from handlers.redis_client import make_client
 
@@ -66,7 +67,20 @@ SCRIPTS_3 = {"id": "pt-scripts", "toolId": "t-scripts", "name": "scripts", "defi
         "c": _script("c", "return 'n=' + n", "r"),
         "r": {"type": "return", "id": "r", "value": "{{a}} {{b}} {{c}}"}}}}
 
-SCENARIOS = {"bench-3": ("pt-bench", 3), "scripts-3": ("pt-scripts", 4)}
+def http_3(base: str) -> dict[str, Any]:
+    """httpCall → script → return: the httpCall is a hop of its own (side effects never run
+    at intake); the script and the return ride that step's commit."""
+    return {"id": "pt-http", "toolId": "t-http", "name": "http", "definition": {
+        "onboardingBlockId": "h", "blocks": {
+            "h": {"type": "httpCall", "id": "h", "method": "GET", "url": base + "/echo?n={{n}}",
+                  "responseBodyVariable": "resp", "onError": "blocking",
+                  "outputConditions": [], "defaultOutput": {"type": "block", "blockId": "s"}},
+            "s": {**_script("s", "return Number(n) + 1", "r"),
+                  "inputVariables": [{"name": "n", "value": "{{resp.n}}"}]},
+            "r": {"type": "return", "id": "r", "value": "{{s}}"}}}}
+
+
+SCENARIOS = {"bench-3": ("pt-bench", 3), "scripts-3": ("pt-scripts", 4), "http-3": ("pt-http", 3)}
 
 
 @dataclass
@@ -281,14 +295,15 @@ async def main() -> None:
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
     parser.add_argument("--scenarios", default=None,
-                        help="default baseline,bench-3,scripts-3 (bench-3,scripts-3 with --cluster)")
+                        help="default baseline,bench-3,scripts-3,http-3 (no baseline with --cluster)")
     parser.add_argument("--cluster", action="store_true", help="on a local 3-master cluster")
     parser.add_argument("--inflight-memory", type=int, default=0, metavar="N",
                         help="only measure memory per in-flight execution with N parked")
     args = parser.parse_args()
     global CLUSTER
     CLUSTER = args.cluster
-    scenarios = args.scenarios or ("bench-3,scripts-3" if CLUSTER else "baseline,bench-3,scripts-3")
+    scenarios = args.scenarios or ("bench-3,scripts-3,http-3" if CLUSTER
+                                   else "baseline,bench-3,scripts-3,http-3")
     server: Any = None
     url = args.redis_url
     if not url:
@@ -296,21 +311,38 @@ async def main() -> None:
         url = server.url
     nodes = server.nodes if CLUSTER and server else ([server] if server else [])
     server_procs = [psutil.Process(n.process.pid) for n in nodes if n.process]
+    echo: subprocess.Popen[bytes] | None = None
     try:
         if args.inflight_memory:
             await inflight_memory(url, args.inflight_memory)
             return
+        tools = [BENCH_CHILD, BENCH_3, SCRIPTS_3]
+        if "http-3" in scenarios.split(","):
+            echo, echo_base = start_echo_server()
+            tools.append(http_3(echo_base))
         for workers in [int(w) for w in args.workers.split(",")]:
             base: Figures | None = None
             for name in scenarios.split(","):
-                fig = await scenario(url, server_procs, name, workers, args.executions,
-                                     [BENCH_CHILD, BENCH_3, SCRIPTS_3])
+                fig = await scenario(url, server_procs, name, workers, args.executions, tools)
                 base = fig if name == "baseline" else base
                 print(("cluster " if CLUSTER else "") + fig.row(None if name == "baseline" else base),
                       flush=True)
     finally:
+        if echo is not None:
+            echo.terminate()
+            echo.wait()
         if server:
             server.stop()
+
+
+def start_echo_server() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "bench.echo_server", str(port)],
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"listening":
+        raise RuntimeError("bench.echo_server did not start")
+    return proc, f"http://127.0.0.1:{port}"
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from runtime import egress
+from runtime.blocks import http as http_block
 from runtime.blocks.ai import register_media_and_ai
 from runtime.blocks.endpoint import CallEndpointExecutor
 from runtime.blocks.runner import BlockRunner
@@ -92,6 +93,7 @@ class Worker:
             max_connections=s.http_max_connections, max_keepalive_connections=min(
                 20, s.http_max_connections)))
         egress.bind(self.http, s.egress_policy())
+        http_block.limit(self.http, s.http_max_connections)
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20))
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,

@@ -188,3 +188,37 @@ async def test_http_blocks_share_a_pool_no_larger_than_http_max_connections(
         assert peak[0] == 1  # with httpx's default pool the three would overlap
     finally:
         await h.close()
+
+
+async def test_a_request_waiting_for_a_free_connection_times_out_inside_its_block_timeout(
+        redis_url: str, prefix: str, http_server: LoopbackServer) -> None:
+    import threading
+
+    arrived, release = threading.Event(), threading.Event()
+
+    def held(_request: Any) -> Any:
+        arrived.set()
+        release.wait(10)
+        return json_reply({"ok": 1})
+
+    http_server.route("GET", "/held", held)
+    http_server.route("GET", "/fast", {"ok": 2})
+    h = Harness(redis_url, prefix, http_max_connections=1, claim_idle_ms=60_000)
+    try:
+        await h.start_worker()
+        await h.put_tool("pt-held", tool("h", http("h", http_server.base + "/held", to("r")),
+                                         ret("r", "held")))
+        await h.put_tool("pt-fast", tool("h", http("h", http_server.base + "/fast", to("r"),
+                                                   timeoutMs=300),
+                                         ret("r", "fast")))
+        holder = asyncio.create_task(h.run("pt-held"))
+        assert await asyncio.to_thread(arrived.wait, 10)
+        waiting = await h.run("pt-fast")
+        assert waiting.error is not None and waiting.error.code == "http_timeout"
+        assert "todas as conexões ocupadas" in waiting.error.message
+        assert [r.path for r in http_server.requests] == ["/held"]  # /fast never went out
+        release.set()
+        assert (await holder).result == "held"
+    finally:
+        release.set()
+        await h.close()
