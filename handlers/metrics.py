@@ -138,45 +138,55 @@ def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
     """Count what committed transitions did: runs, blocks, errors, guardrails, tokens.
 
     Called after ``Store.commit`` with its verdicts; a dropped transition counts nothing.
+    Counts are summed over the batch first: one ``inc`` per label set and batch, since each
+    ``inc`` takes a lock.
     """
+    counts: dict[tuple[Any, tuple[str, ...]], float] = {}
     for commit, verdict in zip(commits, verdicts, strict=False):
         t = getattr(commit, "transition", None)
         if t is None:
             continue
         if verdict != 1:
-            STALE.labels(_DROPPED.get(verdict, "other")).inc()
+            _count(counts, STALE, _DROPPED.get(verdict, "other"))
             continue
         try:
-            _observe_transition(t)
+            _observe_transition(t, counts)
         except (msgspec.DecodeError, ValueError, AttributeError):  # metrics never break a commit
             continue
+    for (metric, labels), n in counts.items():
+        _child(metric, *labels).inc(n)
 
 
-def _observe_transition(t: Any) -> None:
+def _count(counts: dict[tuple[Any, tuple[str, ...]], float], metric: Any, *labels: str,
+           n: float = 1) -> None:
+    key = (metric, labels)
+    counts[key] = counts.get(key, 0) + n
+
+
+def _observe_transition(t: Any, counts: dict[tuple[Any, tuple[str, ...]], float]) -> None:
     for entry in t.log:
         if entry.type == "block":
             kind = entry.blockType if entry.blockType in BLOCK_TYPES else OTHER
-            _child(BLOCK_STEPS, kind, "ok" if entry.ok else "error").inc()
+            _count(counts, BLOCK_STEPS, kind, "ok" if entry.ok else "error")
             _child(BLOCK_SECONDS, kind).observe((entry.durationMs or 0) / 1000)
         elif entry.type in ("finished", "aborted") and entry.error is not None:
-            code = code_label(entry.error.code)
-            _child(ERRORS, code).inc()
+            _count(counts, ERRORS, code_label(entry.error.code))
             if entry.error.code in GUARDRAILS:
-                _child(GUARDRAIL_TRIPS, GUARDRAILS[entry.error.code]).inc()
+                _count(counts, GUARDRAIL_TRIPS, GUARDRAILS[entry.error.code])
     for emit in t.emits:
         if emit.kind == "execution":
             event = _exec.decode(emit.data)
             outcome = "success" if event.success else "failure"
             tool = tool_label(event.publishedToolId)
-            _child(EXECUTIONS, tool, outcome).inc()
+            _count(counts, EXECUTIONS, tool, outcome)
             _child(EXECUTION_SECONDS, tool, outcome).observe(event.durationMs / 1000)
         elif emit.kind == "llm_usage":
             usage = _usage.decode(emit.data)
             capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
-            _child(LLM_TOKENS, capability, "prompt").inc(usage.promptTokens)
-            _child(LLM_TOKENS, capability, "completion").inc(usage.completionTokens)
+            _count(counts, LLM_TOKENS, capability, "prompt", n=usage.promptTokens)
+            _count(counts, LLM_TOKENS, capability, "completion", n=usage.completionTokens)
         elif emit.kind == "result":
-            _child(RESULTS, "ok" if _result_ok.decode(emit.data).ok else "error").inc()
+            _count(counts, RESULTS, "ok" if _result_ok.decode(emit.data).ok else "error")
 
 
 _children: dict[tuple[int, tuple[str, ...]], Any] = {}

@@ -281,42 +281,45 @@ class Store:
         return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records)]
 
     def _record(self, c: Commit, key: Callable[[str], int]) -> list[Any]:
+        # Ops are (name, key index, a, b, c). Lua's cmsgpack knows no msgpack bin type, so
+        # blobs (UTF-8 JSON) travel as str; this runs once per op of every transition.
         k, n, t = self.keys, c.partition, c.transition
         ack_id = _text(c.ack_id or "")
         if t is None:
             return [ack_id, 0, 0, "", 0, "", 0, []]
-        ops: list[Any] = []
-
-        def op(name: str, target: str, a: Any = "", b: Any = "", cc: Any = "") -> None:
-            # Lua's cmsgpack knows no msgpack bin type: blobs (UTF-8 JSON) travel as str.
-            ops.append((name, key(target), _text(a), _text(b), _text(cc)))
-
+        ops: list[tuple[str, int, Any, Any, Any]] = []
+        add = ops.append
+        state_ttl = self.state_ttl_s
         if c.command_guard is not None:
-            op("guardnx", k.command(n, c.command_guard), c.root_id, self.dedup_ttl_s)
+            add(("guardnx", key(k.command(n, c.command_guard)), c.root_id, self.dedup_ttl_s, ""))
         for exec_id, version in t.also_expect:
-            op("expect", k.state(n, exec_id), str(version))
+            add(("expect", key(k.state(n, exec_id)), str(version), "", ""))
         for digest, data in t.definitions.items():
-            op("setex", k.definition(n, digest), data, self.state_ttl_s + 600)
+            add(("setex", key(k.definition(n, digest)), _text(data), state_ttl + 600, ""))
         blobs: dict[tuple[str, int], bytes] = {}
         for state in t.writes:
             blob = state_encoder.encode(state)
             blobs[(state.execId, state.version)] = blob
-            op("state", k.state(n, state.execId), state.version, blob, self.state_ttl_s)
-        for step in t.steps:
-            inline = blobs.get((step.e, step.v))
-            raw = msgspec.Raw(inline) if inline is not None and len(inline) <= INLINE_STATE_MAX else None
-            op("step", k.steps(n), state_encoder.encode(StepOut(step.e, step.v, step.k, step.child,
-                                                                 raw)))
+            add(("state", key(k.state(n, state.execId)), state.version, blob.decode(), state_ttl))
+        if t.steps:
+            steps_key = key(k.steps(n))
+            for step in t.steps:
+                inline = blobs.get((step.e, step.v))
+                raw = (msgspec.Raw(inline) if inline is not None
+                       and len(inline) <= INLINE_STATE_MAX else None)
+                out = state_encoder.encode(StepOut(step.e, step.v, step.k, step.child, raw))
+                add(("step", steps_key, out.decode(), "", ""))
         for emit in t.emits:
             if self.direct:
                 stream, maxlen = self.targets.resolve(emit.kind, emit.key)
-                op("pub", stream, emit.data, maxlen)
+                add(("pub", key(stream), emit.data.decode(), maxlen, ""))
             else:
-                op("xadd", k.outbox(n), emit.kind, emit.key, emit.data)
+                add(("xadd", key(k.outbox(n)), emit.kind, emit.key, emit.data.decode()))
         for entry in t.log:
-            op("log", k.events(n, entry.execId), state_encoder.encode(entry), self.state_ttl_s)
+            add(("log", key(k.events(n, entry.execId)), state_encoder.encode(entry).decode(),
+                 state_ttl, ""))
         if c.deadline is not None:
-            op("zadd", k.deadlines(n), c.deadline[0], c.deadline[1])
+            add(("zadd", key(k.deadlines(n)), c.deadline[0], c.deadline[1], ""))
         expect = key(k.state(n, t.expect[0])) if t.expect else 0
         return [ack_id, key(k.done(n, c.root_id)), expect, str(t.expect[1]) if t.expect else "",
                 1 if t.finishes_root else 0, c.root_id, key(k.deadlines(n)), ops]
