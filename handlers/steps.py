@@ -65,38 +65,58 @@ class StepProcessor:
 
     async def process(self, partition: int, entries: list[Entry]) -> None:
         msgs: list[tuple[bytes, StepMsg]] = []
-        commits: list[Commit] = []
+        dropped: list[Commit] = []
         for entry_id, fields in entries:
             try:
                 msgs.append((entry_id, step_decoder.decode(fields[b"d"])))
             except (KeyError, msgspec.DecodeError):
                 # Only the runtime writes step entries; a bad one is dropped, loudly.
                 log.error("step entry undecodable; dropped", entry=entry_id, partition=partition)
-                commits.append(Commit(partition, "", None, entry_id))
+                dropped.append(Commit(partition, "", None, entry_id))
         states = await self.store.load_states(
             [(partition, m.e) for _, m in msgs],
             known=[m.s if m.s is not None and m.s.version == m.v else None for _, m in msgs])
         await self._ensure_definitions(partition, [s for s in states if s is not None])
-        # Decide synchronously what needs no I/O (returns, resumes, guardrails); only
-        # blocks that talk to the outside run as concurrent tasks.
+        # Decide synchronously what needs no I/O (returns, resumes, guardrails); blocks that
+        # talk to the outside run as tasks. What is known commits in waves, as soon as it is
+        # known: one slow endpoint must not hold the other entries of its batch.
         results: list[Transition | Pending | None] = [
             self._decide(m, s) for (_, m), s in zip(msgs, states, strict=True)]
-        pending = [i for i, r in enumerate(results) if isinstance(r, Pending)]
-        if pending:
-            done = await asyncio.gather(*(self._run_bound(results[i]) for i in pending))
-            for i, finished in zip(pending, done, strict=True):
-                results[i] = finished
+        running = {asyncio.create_task(self._run_bound(r)): i
+                   for i, r in enumerate(results) if isinstance(r, Pending)}
+        wave = [i for i, r in enumerate(results) if not isinstance(r, Pending)]
+        try:
+            while True:
+                if running and not wave:
+                    await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in [t for t in running if t.done()]:
+                    i = running.pop(task)
+                    results[i] = task.result()  # a RedisError leaves the rest pending
+                    wave.append(i)
+                await self._commit_wave(partition, [(msgs[i], states[i], results[i])
+                                                    for i in wave], dropped)
+                wave, dropped = [], []
+                if not running:
+                    break
+        finally:
+            for task in running:  # only after an error: their entries are reclaimed
+                task.cancel()
+        self.steps_done += len(entries)
+
+    async def _commit_wave(self, partition: int,
+                           decided: list[tuple[tuple[bytes, StepMsg], ExecState | None,
+                                               Transition | Pending | None]],
+                           commits: list[Commit]) -> None:
         now = self.clock()
         settled: list[Transition | None] = []
-        for decided in results:
-            assert not isinstance(decided, Pending)
-            settled.append(decided and self.machine.settle(decided, self._definition, now))
+        for _, _, result in decided:
+            assert not isinstance(result, Pending)
+            settled.append(result and self.machine.settle(result, self._definition, now))
         await self.run_ahead(partition, settled)
-        for (entry_id, msg), state, transition in zip(msgs, states, settled, strict=True):
+        for ((entry_id, msg), state, _), transition in zip(decided, settled, strict=True):
             root = state.rootId if state else msg.e.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
-        self.steps_done += len(entries)
 
     async def run_ahead(self, partition: int, transitions: list[Transition | None]) -> None:
         """Carry settled transitions on inside this hop while their next block is inert.

@@ -105,7 +105,7 @@ class Worker:
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions,
-                                   run_ahead_budget_ms=s.claim_idle_ms // 4)
+                                   run_ahead_budget_ms=min(500, s.claim_idle_ms // 4))
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen

@@ -222,3 +222,47 @@ async def test_a_request_waiting_for_a_free_connection_times_out_inside_its_bloc
     finally:
         release.set()
         await h.close()
+
+
+async def test_a_slow_endpoint_does_not_hold_the_other_steps_of_its_batch(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    import threading
+
+    import msgspec
+
+    from handlers.client import last_id, wait_results
+
+    release = threading.Event()
+
+    def held(_request: Any) -> Any:
+        release.wait(20)
+        return json_reply({"ok": 1})
+
+    http_server.route("GET", "/held", held)
+    http_server.route("GET", "/fast", {"ok": 2})
+    await harness.put_tool("pt-held", tool("h", http("h", http_server.base + "/held", to("r")),
+                                           ret("r", "held")))
+    await harness.put_tool("pt-fast", tool("h", http("h", http_server.base + "/fast", to("r")),
+                                           ret("r", "fast")))
+    # Two commands of one partition, published atomically: the intake takes them in one
+    # batch and writes both step entries in one commit, so one step batch reads both.
+    ids = [f"hol-{i}" for i in range(200)]
+    a = next(i for i in ids if harness.keys.partition_of(i) == 0)
+    b = next(i for i in ids if harness.keys.partition_of(i) == 0 and i != a)
+    after = await last_id(harness.client, harness.keys.results)
+    async with harness.client.pipeline(transaction=True) as pipe:
+        for cid, pt in ((a, "pt-held"), (b, "pt-fast")):
+            pipe.xadd(harness.keys.commands, {
+                "data": msgspec.json.encode(harness.command(pt, command_id=cid))})
+        await pipe.execute()
+    try:
+        # Well inside the held call's 10 s block timeout.
+        fast = await wait_results(harness.client, harness.keys.results, {b}, after=after,
+                                  timeout_s=5)
+        assert fast[b][0].result == "fast"
+        assert not release.is_set()  # answered while the slow endpoint still holds its call
+    finally:
+        release.set()
+    slow = await wait_results(harness.client, harness.keys.results, {a}, after=after,
+                              timeout_s=10)
+    assert slow[a][0].result == "held"
