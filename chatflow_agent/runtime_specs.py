@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from .errors import ToolArgumentsError, ToolSchemaError
+from .schema.declarations import ProviderDeclarations
 from .schema.limits import check_tool_name
 
 InputType = Literal["string", "number", "boolean", "json"]
@@ -83,7 +84,7 @@ class RuntimeInput:
 
 
 @dataclass(frozen=True)
-class RuntimeToolSpec:
+class RuntimeToolSpec(ProviderDeclarations):
     """A runtime tool's function spec, in every provider's dialect."""
 
     name: str
@@ -130,23 +131,6 @@ class RuntimeToolSpec:
         elif self.required:
             schema["required"] = self.required
         return schema
-
-    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]:
-        function: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.to_openai_parameters(strict=strict),
-        }
-        if strict:
-            function["strict"] = True
-        return {"type": "function", "function": function}
-
-    def to_anthropic_tool(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.to_openai_parameters(),
-        }
 
     # ---------------------------------------------------------------- arguments
 

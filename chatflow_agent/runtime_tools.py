@@ -40,6 +40,7 @@ from schemas.wire import ExecuteToolCommand
 from .core.agent import AgentTool
 from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
 from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec
+from .schema.declarations import ProviderDeclarations
 from .tools import Tool
 from .tools.execution import run_sync
 
@@ -161,7 +162,7 @@ class RuntimeTool:
         return run_sync(self.execute_async(**kwargs))
 
 
-class NativeToolProxy:
+class NativeToolProxy(ProviderDeclarations):
     """A native tool that runs on the workers; its spec comes from ``native-tool:{name}``."""
 
     def __init__(self, spec: Mapping[str, Any], connection: RuntimeConnection) -> None:
@@ -191,17 +192,6 @@ class NativeToolProxy:
                                   function=self.name)
         copied: dict[str, Any] = json.loads(json.dumps(schema))
         return copied
-
-    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]:
-        function: dict[str, Any] = {"name": self.name, "description": self.description,
-                                    "parameters": self.to_openai_parameters(strict=strict)}
-        if strict:
-            function["strict"] = True
-        return {"type": "function", "function": function}
-
-    def to_anthropic_tool(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.to_openai_parameters()}
 
     def bind_model_arguments(self, arguments: Mapping[str, Any], *, gemini: bool) -> dict[str, Any]:
         # The worker binds them against the function's signature (handlers/native.py).

@@ -10,6 +10,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ..errors import ToolExecutionError
 from ..schema import JsonSchemaRenderer, describe_function, render_gemini
+from ..schema.declarations import ProviderDeclarations
 from ..schema.dialects import Schema
 from ..schema.limits import check_tool_name
 from ..schema.walk import TypeWalker
@@ -20,7 +21,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class Tool(Generic[P, R]):
+class Tool(ProviderDeclarations, Generic[P, R]):
     """A function a model can call, with its schema in every provider's dialect.
 
     The schema is built and checked when the tool is defined, so a signature no
@@ -79,22 +80,6 @@ class Tool(Generic[P, R]):
         ToolSchemaError if the signature uses something strict mode cannot say.
         """
         return self._render_json(strict=True) if strict else _copy(self._json_parameters)
-
-    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]:
-        """The entry of a chat-completions ``tools`` list."""
-        function: dict[str, Any] = {"name": self.name, "description": self.description}
-        function["parameters"] = self.to_openai_parameters(strict=strict)
-        if strict:
-            function["strict"] = True
-        return {"type": "function", "function": function}
-
-    def to_anthropic_tool(self) -> dict[str, Any]:
-        """The entry of an Anthropic messages ``tools`` list."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.to_openai_parameters(),
-        }
 
     # ---------------------------------------------------------------- execution
 
