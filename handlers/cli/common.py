@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from runtime.errors import ConfigurationError
 
@@ -34,3 +36,28 @@ def client_for(settings: Settings) -> tuple[Client, Keys]:
 
 def add_redis_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", help="overrides REDIS_URL")
+
+
+def pairs(items: list[str], flag: str) -> dict[str, str]:
+    """Repeated ``NAME=VALUE`` flags as a dict; a malformed one names its flag."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def subcommands(parser: argparse.ArgumentParser, dest: str
+                ) -> Callable[[str, str, Any], argparse.ArgumentParser]:
+    """A maker of ``parser``'s subcommands, each with ``--redis-url`` and its handler."""
+    inner = parser.add_subparsers(dest=dest, required=True)
+
+    def cmd(name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
+        c = inner.add_parser(name, help=help_)
+        add_redis_flag(c)
+        c.set_defaults(handler=handler)
+        return c
+
+    return cmd

@@ -17,7 +17,7 @@ from runtime.state import LogEntry
 from schemas.wire import ExecuteToolCommand
 
 from ..client import ResultTimeout, execute, trace
-from .common import add_redis_flag, client_for, settings_from
+from .common import add_redis_flag, client_for, pairs, settings_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,16 +39,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_exec)
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
-        out[name] = value
-    return out
-
-
 def build_command(args: argparse.Namespace) -> ExecuteToolCommand:
     if args.file:
         try:
@@ -57,14 +47,14 @@ def build_command(args: argparse.Namespace) -> ExecuteToolCommand:
             raise ConfigurationError(f"--file {args.file}: {exc}") from exc
     if not args.tool:
         raise ConfigurationError("give --tool PUBLISHED_TOOL_ID or --file COMMAND.json")
-    inputs = _pairs(args.input, "--input")
+    inputs = pairs(args.input, "--input")
     data: dict[str, Any] = {
         "commandId": f"cli-{uuid.uuid4().hex[:12]}",
         "action": {"id": "cli", "type": "executeTool", "toolId": args.tool_id or args.tool,
                    "publishedToolId": args.tool, "outputVariable": args.output,
                    "onError": args.on_error, "errorVariable": "error",
                    "inputVariables": [{"name": k, "value": v} for k, v in inputs.items()]},
-        "context": {"contactId": args.contact, "variables": _pairs(args.var, "--var"),
+        "context": {"contactId": args.contact, "variables": pairs(args.var, "--var"),
                     "debug": args.debug},
     }
     return msgspec.convert(data, ExecuteToolCommand)

@@ -78,16 +78,6 @@ def read_json(path: str | None) -> Any:
         raise ConfigurationError(f"{path}: not JSON ({exc})") from exc
 
 
-def pairs(items: list[str], flag: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
-        out[name] = value
-    return out
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("registry", help="the tool registry's log and projections")
     inner = p.add_subparsers(dest="registry_command", required=True)

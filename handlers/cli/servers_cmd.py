@@ -10,19 +10,13 @@ from typing import Any
 from runtime.errors import ConfigurationError
 
 from ..registry.models import EndpointCreate, EndpointTest, ServerCreate, ServerPatch
-from .common import add_redis_flag
-from .registry_cmd import Ops, model, pairs, read_json, run_ops
+from .common import pairs, subcommands
+from .registry_cmd import Ops, model, read_json, run_ops
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("servers", help="integration servers and their endpoints")
-    inner = p.add_subparsers(dest="servers_command", required=True)
-
-    def cmd(name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
-        c = inner.add_parser(name, help=help_)
-        add_redis_flag(c)
-        c.set_defaults(handler=handler)
-        return c
+    cmd = subcommands(p, "servers_command")
 
     cmd("list", "servers with endpoints and usage", cmd_list)
     cmd("show", "one server", cmd_show).add_argument("id")

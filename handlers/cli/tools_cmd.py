@@ -8,19 +8,13 @@ from typing import Any
 from runtime.registry.views import tool_view
 
 from ..registry.models import ToolCreate, ToolPatch
-from .common import add_redis_flag
+from .common import subcommands
 from .registry_cmd import Ops, model, read_json, run_ops
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tools", help="create, save, publish, trash and restore tools")
-    inner = p.add_subparsers(dest="tools_command", required=True)
-
-    def cmd(name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
-        c = inner.add_parser(name, help=help_)
-        add_redis_flag(c)
-        c.set_defaults(handler=handler)
-        return c
+    cmd = subcommands(p, "tools_command")
 
     c = cmd("list", "custom tools with status and AI flags", cmd_list)
     c.add_argument("--include-deleted", action="store_true", help="include the trash")
