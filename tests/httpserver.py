@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,3 +87,26 @@ def http_server() -> Iterator[LoopbackServer]:
         yield server
     finally:
         server.stop()
+
+
+@asynccontextmanager
+async def serve_asgi(app: Any, *, lifespan: str = "on") -> AsyncIterator[str]:
+    """Serve an ASGI ``app`` with uvicorn on a loopback port, in the test's event loop. The
+    socket listens before this yields, so requests queue in its backlog until uvicorn
+    accepts them (no start-up wait, no polling)."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, lifespan=lifespan, log_config=None,
+                                           access_log=False, timeout_graceful_shutdown=2))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()

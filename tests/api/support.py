@@ -7,9 +7,7 @@ the kernel queues the connection until uvicorn accepts it (no sleeps, no polling
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -28,27 +25,10 @@ from handlers.keys import Keys
 from handlers.redis_client import Client, make_client
 from handlers.settings import Settings
 from tests.harness import FAST
+from tests.httpserver import serve_asgi
 
 ENCRYPTION_KEY = "5f" * 32
 INTERNAL_SECRET = "internal-secret-for-tests"
-
-
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False,
-                                           lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 @dataclass
@@ -122,7 +102,7 @@ def api_settings(redis_url: str, prefix: str, **overrides: Any) -> Settings:
 @asynccontextmanager
 async def running_api(settings: Settings) -> AsyncIterator[Api]:
     client = make_client(settings.redis_url or "")
-    async with serve(create_app(settings)) as url:
+    async with serve_asgi(create_app(settings)) as url:
         base = url + settings.api_base_path.rstrip("/")
         async with httpx.AsyncClient(base_url=base, timeout=30) as http, \
                 httpx.AsyncClient(base_url=url, timeout=30) as root:
@@ -142,6 +122,6 @@ async def api(redis_url: str, prefix: str) -> AsyncIterator[Api]:
 @pytest.fixture
 async def upstream() -> AsyncIterator[Upstream]:
     up = Upstream()
-    async with serve(up.app()) as url:
+    async with serve_asgi(up.app()) as url:
         up.url = url
         yield up

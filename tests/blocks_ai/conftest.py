@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.blocks_ai.fakes import FakeGraph, FakeOpenAI, serve
+from tests.blocks_ai.fakes import FakeGraph, FakeOpenAI
 from tests.harness import Harness
+from tests.httpserver import serve_asgi
 
 WA_TOKEN = "EAAGfakeWhatsAppToken123"
 
@@ -27,7 +28,8 @@ class Fakes:
 async def fakes() -> AsyncIterator[Fakes]:
     api_key = f"sk-proj-{uuid.uuid4().hex}{uuid.uuid4().hex}"
     openai, graph = FakeOpenAI(api_key), FakeGraph(WA_TOKEN)
-    async with serve(openai.app()) as openai_url, serve(graph.app()) as graph_url:
+    async with (serve_asgi(openai.app(), lifespan="off") as openai_url,
+               serve_asgi(graph.app(), lifespan="off") as graph_url):
         openai.url, graph.url = openai_url, graph_url
         try:
             yield Fakes(openai, graph, api_key)

@@ -14,18 +14,15 @@ import base64
 import binascii
 import io
 import re
-import socket
 import struct
 import uuid
 import wave
 import zlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import pypdf
-import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -33,27 +30,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 # -- servers ---------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def serve(app: Starlette) -> AsyncIterator[str]:
-    """Serve ``app`` on a loopback port; the socket listens before this yields, so
-    requests queue in its backlog until uvicorn accepts them (no start-up wait)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 # -- OpenAI ----------------------------------------------------------------------------
