@@ -104,21 +104,21 @@ class Intake:
         metrics.dead_letter("commands")
         return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries)
 
-    async def _run_ahead(self, started: list[tuple[Any, int, str, Transition | None]]) -> None:
+    async def _run_ahead(self, commits: list[Commit]) -> None:
         """Carry each new execution on while its blocks are inert (handlers/steps.py), every
         partition of the batch at once: a tool of scripts and callTools answers in this hop."""
         run_ahead = self.run_ahead
         if run_ahead is None:
             return
-        by_partition: dict[int, list[int]] = {}
-        for i, (_, partition, _, _) in enumerate(started):
-            by_partition.setdefault(partition, []).append(i)
-        groups = [(idx, [started[i][3] for i in idx]) for idx in by_partition.values()]
-        await asyncio.gather(*(run_ahead(started[idx[0]][1], transitions)
-                               for idx, transitions in groups))
-        for idx, transitions in groups:
-            for i, t in zip(idx, transitions, strict=True):
-                started[i] = (*started[i][:3], t)
+        by_partition: dict[int, list[Commit]] = {}
+        for commit in commits:
+            by_partition.setdefault(commit.partition, []).append(commit)
+        groups = [(group, [c.transition for c in group]) for group in by_partition.values()]
+        await asyncio.gather(*(run_ahead(group[0].partition, transitions)
+                               for group, transitions in groups))
+        for group, transitions in groups:
+            for commit, t in zip(group, transitions, strict=True):
+                commit.transition = t
 
     def _definition(self, digest: str) -> ToolDefinition | None:
         published = self.definitions.get(digest)
@@ -130,28 +130,21 @@ class Intake:
         pts = [c.action.publishedToolId for _, c in commands]
         raws, flags = await self.store.tools_and_flags(
             pts, [c.context.contactId for _, c in commands])
-        started: list[tuple[ExecuteToolCommand, int, str, Transition | None]] = []
+        commits: list[Commit] = []
         for (_, cmd), raw, flag in zip(commands, raws, flags, strict=True):
             partition = self.keys.partition_of(cmd.commandId)
             exec_id = f"{partition}-{uuid.uuid4().hex}"
             parsed = self.definitions.parse(cmd.action.publishedToolId, raw)
             now = self.clock()
-            if isinstance(parsed, ToolFailure):
-                t = self.machine.start(cmd, parsed, "", b"", exec_id=exec_id,
-                                       partition=partition, now=now,
-                                       debug=cmd.context.debug or flag)
-            else:
-                published, digest, data = parsed
-                t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
-                                       partition=partition, now=now,
-                                       debug=cmd.context.debug or flag)
-            started.append((cmd, partition, exec_id, self.machine.settle(t, self._definition, now)))
-        await self._run_ahead(started)
-        commits: list[Commit] = []
-        for cmd, partition, exec_id, carried in started:
-            assert carried is not None
-            deadline = (next((w.deadlineMs for w in carried.writes if w.execId == exec_id),
-                             self.clock() + self.machine.limits.tool_timeout_ms), exec_id)
-            commits.append(Commit(partition, exec_id, carried, None, command_guard=cmd.commandId,
-                                  deadline=None if carried.finishes_root else deadline))
+            published, digest, data = ((parsed, "", b"") if isinstance(parsed, ToolFailure)
+                                       else parsed)
+            t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
+                                   partition=partition, now=now, debug=cmd.context.debug or flag)
+            deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
+            commits.append(Commit(partition, exec_id, self.machine.settle(t, self._definition, now),
+                                  None, command_guard=cmd.commandId, deadline=deadline))
+        await self._run_ahead(commits)
+        for commit in commits:  # a tree answered in this hop needs no deadline
+            if commit.transition is not None and commit.transition.finishes_root:
+                commit.deadline = None
         metrics.observe_commits(commits, await self.store.commit(commits))

@@ -34,9 +34,6 @@ from .store import Commit, Store
 log = structlog.get_logger("chatflow.steps")
 
 Entry = tuple[bytes, dict[bytes, bytes]]
-# Blocks whose only I/O stays inside the runtime: a V8 sandbox with no host access, and
-# the read of a child tool's definition. Running one twice is harmless (handlers/steps.py).
-INERT_BLOCKS = frozenset({"executeScript", "callTool"})
 
 
 def now_ms() -> int:
@@ -122,9 +119,9 @@ class StepProcessor:
         """Carry settled transitions on inside this hop while their next block is inert.
 
         A finished child resumes its parent in place; a next block with no effect outside
-        the runtime (``INERT_BLOCKS``) runs now and is folded in, in rounds, each round
-        running one such block per transition, all of them concurrently. Whatever is left
-        (an httpCall, a callAI...) stays a step entry for the next hop. Running an inert
+        the runtime (``runtime.machine.INERT_BLOCKS``) runs now and is folded in, in rounds,
+        each round running one such block per transition, all of them concurrently. What is
+        left (an httpCall, a callAI...) stays a step entry for the next hop. Running an inert
         block again after a crash changes nothing outside, so this keeps the at-least-once
         contract of side effects exactly as it was, and a tool of scripts, callTools and
         returns answers in the hop that took its command. The rounds stop after
@@ -139,7 +136,7 @@ class StepProcessor:
                 return
             work: list[tuple[int, int, Pending]] = []
             for ti, t in enumerate(transitions):
-                found = t and machine.next_block(t, self._definition, now, INERT_BLOCKS)
+                found = t and machine.next_inert_block(t, self._definition, now)
                 if found:
                     work.append((ti, found[0], Pending(found[1], found[2])))
             if not work:

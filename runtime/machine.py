@@ -35,6 +35,10 @@ from .replay import recordable_context
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
 Block = Any  # one of schemas.definition's block models
+# Blocks with no effect outside the runtime: a script in a V8 sandbox with no host access,
+# and a callTool, whose only I/O reads the child's definition. Running one again after a
+# crash changes nothing outside, so a handler may run it in whichever hop reaches it.
+INERT_BLOCKS = frozenset({"executeScript", "callTool"})
 
 
 def _err(failure: ToolFailure) -> ToolError:
@@ -242,20 +246,18 @@ class Machine:
                 return t
         return t
 
-    def next_block(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
-                   now: int, kinds: frozenset[str]) -> tuple[int, ExecState, Block] | None:
-        """The first run step of ``t`` whose next block is one of ``kinds``, with its state.
-
-        The caller runs that block (it needs I/O, so it cannot happen here) and folds the
-        outcome back in with ``fold``: how blocks with no side effect outside the runtime
-        (a script, loading a child tool) run inside the current hop instead of the next."""
+    def next_inert_block(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
+                         now: int) -> tuple[int, ExecState, Block] | None:
+        """The first run step of ``t`` whose next block is inert (``INERT_BLOCKS``), with its
+        state. The caller runs that block (it needs I/O, so it cannot happen here) and folds
+        the outcome back in with ``fold``: how such blocks run inside the current hop."""
         for i, step in enumerate(t.steps):
             state = _running(t, step)
             definition = definitions(state.defHash) if state is not None else None
             if state is None or definition is None:
                 continue
             planned = self.plan(state, definition, now)
-            if not isinstance(planned, Transition) and planned.type in kinds:
+            if not isinstance(planned, Transition) and planned.type in INERT_BLOCKS:
                 return i, state, planned
         return None
 
