@@ -13,6 +13,8 @@ lint:
 	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench
 
 typecheck:
+	mkdir -p .typecheck/chatflow
+	for d in runtime handlers schemas examples; do ln -sfn ../../$$d .typecheck/chatflow/$$d; done
 	$(PY) -m mypy
 
 bench:

@@ -13,16 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from py_mini_racer import MiniRacer, mini_racer
 
-from runtime.sandbox import ScriptJob, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptSandbox
 
 SOURCE = "return {total: items.reduce((a, b) => a + b, 0), name: name.toUpperCase()}"
 INPUTS = {"items": list(range(10)), "name": "chatflow"}

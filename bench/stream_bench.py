@@ -36,10 +36,10 @@ import psutil
 import redis.asyncio as aioredis
 
 from bench.chaos import HoldingServer, LocalCluster, command, setup_prefix
-from handlers.client import wait_results
-from handlers.embedded import EmbeddedServer, free_port
-from handlers.keys import Keys
-from handlers.redis_client import make_client
+from chatflow.handlers.client import wait_results
+from chatflow.handlers.embedded import EmbeddedServer, free_port
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
 
 BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
                "definition": {"onboardingBlockId": "r",
@@ -118,7 +118,7 @@ def spawn_workers(url: str, prefix: str, n: int, baseline: bool) -> list[subproc
         if baseline:
             cmd = [sys.executable, "-m", "bench.baseline", url, prefix, f"c{i}", "64"]
         else:
-            cmd = [sys.executable, "-c", "from handlers.cli import main; main(['worker'])"]
+            cmd = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL))
     return procs
 

@@ -31,11 +31,11 @@ from typing import Any, overload
 import msgspec
 from redis.exceptions import RedisError
 
-from handlers.client import ResultTimeout, execute, last_id
-from handlers.keys import Keys
-from handlers.native import NativeCall, NativeResult
-from handlers.redis_client import Client, make_client
-from schemas.wire import ExecuteToolCommand
+from chatflow.handlers.client import ResultTimeout, execute, last_id
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.native import NativeCall, NativeResult
+from chatflow.handlers.redis_client import Client, make_client
+from chatflow.schemas.wire import ExecuteToolCommand
 
 from .core.agent import AgentTool
 from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
@@ -177,7 +177,7 @@ class NativeToolProxy(ProviderDeclarations):
     @classmethod
     def from_tool(cls, item: Tool[Any, Any], connection: RuntimeConnection) -> NativeToolProxy:
         """A proxy for a tool this process has too (the spec comes from the code)."""
-        from handlers.native import native_spec
+        from chatflow.handlers.native import native_spec
 
         return cls(native_spec(item), connection)
 

@@ -21,7 +21,7 @@ from faststream.redis import RedisBroker, StreamSub
 from faststream.specification import AsyncAPI
 from pydantic import BaseModel
 
-from schemas.wire import (
+from chatflow.schemas.wire import (
     DebugEvent,
     ExecuteToolCommand,
     LlmUsageEvent,

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from runtime.state import LogEntry
-from schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow.runtime.state import LogEntry
+from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from .keys import Keys
 from .redis_client import Client

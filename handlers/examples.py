@@ -29,8 +29,8 @@ from importlib import resources
 
 import structlog
 
-from runtime.registry.validation import call_targets
-from schemas.definition import PublishedTool
+from chatflow.runtime.registry.validation import call_targets
+from chatflow.schemas.definition import PublishedTool
 
 from .keys import Keys
 from .redis_client import make_client
@@ -44,7 +44,7 @@ log = structlog.get_logger("chatflow.examples")
 
 
 def _files() -> list[bytes]:
-    folder = resources.files("chatflow_examples")
+    folder = resources.files("chatflow.examples")
     return [item.read_bytes() for item in sorted(folder.iterdir(), key=lambda p: p.name)
             if item.name.endswith(".json")]
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 from . import metrics
 

@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 import structlog
 
-from runtime.definitions import DefinitionCache
-from runtime.errors import ToolFailure
-from runtime.events import tool_result
-from runtime.machine import Machine
-from runtime.state import RootInfo, Transition
-from schemas.definition import ToolDefinition
-from schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
+from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.errors import ToolFailure
+from chatflow.runtime.events import tool_result
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.state import RootInfo, Transition
+from chatflow.schemas.definition import ToolDefinition
+from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
 from . import metrics
 from .keys import COMMANDS_GROUP, Keys

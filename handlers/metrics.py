@@ -29,7 +29,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from schemas.wire import LlmUsageEvent
+from chatflow.schemas.wire import LlmUsageEvent
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)

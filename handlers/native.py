@@ -30,9 +30,9 @@ import structlog
 from pydantic_core import to_jsonable_python
 from redis.exceptions import ResponseError
 
+from chatflow.runtime.errors import ConfigurationError
 from chatflow_agent.errors import ToolArgumentsError, ToolSchemaError
 from chatflow_agent.tools import Tool
-from runtime.errors import ConfigurationError
 
 from .keys import NATIVE_GROUP, Keys
 from .redis_client import Client

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 import msgspec
 import structlog
 
-from runtime import errors
-from runtime.machine import Machine
-from runtime.state import step_decoder
+from chatflow.runtime import errors
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.state import step_decoder
 
 from . import metrics
 from .keys import Keys

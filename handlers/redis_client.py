@@ -7,7 +7,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the commands we use
 

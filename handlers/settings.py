@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runtime.blocks.ai import AIConfig
-from runtime.blocks.media import MediaConfig
-from runtime.egress import EgressPolicy
-from runtime.limits import Limits
+from chatflow.runtime.blocks.ai import AIConfig
+from chatflow.runtime.blocks.media import MediaConfig
+from chatflow.runtime.egress import EgressPolicy
+from chatflow.runtime.limits import Limits
 
 
 class Settings(BaseSettings):

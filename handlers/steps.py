@@ -17,15 +17,15 @@ import msgspec
 import structlog
 from redis.exceptions import RedisError
 
-from runtime import errors
-from runtime.blocks.runner import BlockRunner, Unsupported
-from runtime.definitions import DefinitionCache
-from runtime.errors import ToolFailure
-from runtime.interpolation import RenderTooLarge
-from runtime.machine import Machine
-from runtime.outcome import SpawnChild
-from runtime.state import ExecState, StepMsg, Transition, step_decoder
-from schemas.definition import ToolDefinition
+from chatflow.runtime import errors
+from chatflow.runtime.blocks.runner import BlockRunner, Unsupported
+from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.errors import ToolFailure
+from chatflow.runtime.interpolation import RenderTooLarge
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.outcome import SpawnChild
+from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
+from chatflow.schemas.definition import ToolDefinition
 
 from . import metrics
 from .logging import bound_execution

@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 from redis.exceptions import NoScriptError
 
-from runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
-from schemas.wire import DeadLetter
+from chatflow.runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
+from chatflow.schemas.wire import DeadLetter
 
 from .keys import STEPS_GROUP, Keys
 from .redis_client import Client
@@ -33,7 +33,7 @@ class LuaScript:
     """
 
     def __init__(self, name: str) -> None:
-        self.source = resources.files("handlers").joinpath(f"lua/{name}.lua").read_text()
+        self.source = resources.files("chatflow.handlers").joinpath(f"lua/{name}.lua").read_text()
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
     def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:

@@ -27,14 +27,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from runtime import egress
-from runtime.blocks import http as http_block
-from runtime.blocks.ai import register_media_and_ai
-from runtime.blocks.endpoint import CallEndpointExecutor
-from runtime.blocks.runner import BlockRunner
-from runtime.definitions import DefinitionCache
-from runtime.machine import Machine
-from runtime.sandbox import ScriptLimits, ScriptSandbox
+from chatflow.runtime import egress
+from chatflow.runtime.blocks import http as http_block
+from chatflow.runtime.blocks.ai import register_media_and_ai
+from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
+from chatflow.runtime.blocks.runner import BlockRunner
+from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 
 from . import metrics as prom
 from .batches import Entry, entries_of, raw_broker, raw_entries

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from schemas.definition import BlockTarget, ConditionRule, OutputCondition
+from chatflow.schemas.definition import BlockTarget, ConditionRule, OutputCondition
 
 from .interpolation import lookup, render, to_text
 

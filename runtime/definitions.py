@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 from pydantic import ValidationError
 
-from schemas.definition import PublishedTool, format_validation_error
+from chatflow.schemas.definition import PublishedTool, format_validation_error
 
 from . import errors
 from .errors import ToolFailure

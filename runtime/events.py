@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from schemas.wire import (
+from chatflow.schemas.wire import (
     DebugEvent,
     ToolBlockDebugEvent,
     ToolError,

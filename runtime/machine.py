@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from schemas.definition import (
+from chatflow.schemas.definition import (
     CallToolBlock,
     PublishedTool,
     ReturnBlock,
     ToolDefinition,
     UnknownBlock,
 )
-from schemas.wire import ExecuteToolCommand, ToolError
+from chatflow.schemas.wire import ExecuteToolCommand, ToolError
 
 from . import errors
 from .conditions import pick_target

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.definition import PublishedTool
+from chatflow.schemas.definition import PublishedTool
 
 from .errors import ToolFailure
 from .state import Emit

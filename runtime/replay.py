@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from schemas.definition import ToolDefinition
-from schemas.wire import ExecuteToolAction
+from chatflow.schemas.definition import ToolDefinition
+from chatflow.schemas.wire import ExecuteToolAction
 
 from .errors import ToolFailure
 from .outcome import BlockOutcome

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from schemas.wire import ExecuteToolAction, ToolError
+from chatflow.schemas.wire import ExecuteToolAction, ToolError
 
 Status = Literal["running", "waiting", "done"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.definition import (
+from chatflow.schemas.definition import (
     SLUG_PATTERN,
     BlockTarget,
     ReturnBlock,

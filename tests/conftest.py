@@ -8,13 +8,20 @@ see each other's streams and no FLUSHALL is needed.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from handlers.embedded import EmbeddedServer
+from chatflow.handlers.embedded import EmbeddedServer
 from tests.harness import Harness
+
+# `python -m pytest` puts the working directory first on sys.path; with it, the top-level
+# folders (runtime/, handlers/, ...) would import under a second name beside chatflow.*.
+# Tests import the installed names only (pytest runs in importlib mode, see pyproject).
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 pytest_plugins = ["tests.httpserver"]
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import msgspec
 
-from handlers.client import execute, last_id, publish, trace, wait_results
-from handlers.keys import Keys
-from handlers.redis_client import make_client
-from handlers.settings import Settings
-from handlers.worker import Worker
-from runtime.state import LogEntry
-from schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow.handlers.client import execute, last_id, publish, trace, wait_results
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
+from chatflow.handlers.settings import Settings
+from chatflow.handlers.worker import Worker
+from chatflow.runtime.state import LogEntry
+from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 FAST = {
     "block_ms": 200,

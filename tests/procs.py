@@ -14,7 +14,8 @@ def spawn_worker(url: str, prefix: str, **env: str) -> subprocess.Popen[bytes]:
     environ = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
                "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0",
                **{f"CHATFLOW_{k.upper()}": v for k, v in env.items()}}
-    return subprocess.Popen([sys.executable, "-c", "from handlers.cli import main; main(['worker'])"],
+    code = "from chatflow.handlers.cli import main; main(['worker'])"
+    return subprocess.Popen([sys.executable, "-c", code],
                             env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

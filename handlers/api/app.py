@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 from .. import metrics
 from ..redis_client import Client, make_client

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import httpx
 from fastapi import Request
 
-from runtime import egress
+from chatflow.runtime import egress
 
 from ..keys import Keys
 from ..redis_client import Client

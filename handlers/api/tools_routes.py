@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.validation import parse_definition
-from schemas.definition import PublishedTool
+from chatflow.runtime.validation import parse_definition
+from chatflow.schemas.definition import PublishedTool
 
 from ..registry.errors import Invalid
 from ..registry.inline import single_block_definition

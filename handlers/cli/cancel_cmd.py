@@ -14,8 +14,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from runtime import errors
-from runtime.machine import Machine
+from chatflow.runtime import errors
+from chatflow.runtime.machine import Machine
 
 from .. import metrics
 from ..keys import Keys

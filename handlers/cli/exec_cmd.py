@@ -12,9 +12,9 @@ from typing import Any
 
 import msgspec
 
-from runtime.errors import ConfigurationError
-from runtime.state import LogEntry
-from schemas.wire import ExecuteToolCommand
+from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.state import LogEntry
+from chatflow.schemas.wire import ExecuteToolCommand
 
 from ..client import ResultTimeout, execute, trace
 from .common import add_redis_flag, client_for, pairs, settings_from

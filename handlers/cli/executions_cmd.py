@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from runtime.state import ExecState
+from chatflow.runtime.state import ExecState
 
 from ..keys import Keys
 from ..redis_client import Client

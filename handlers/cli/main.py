@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from runtime.errors import ChatflowError
+from chatflow.runtime.errors import ChatflowError
 
 from . import (
     api_cmd,

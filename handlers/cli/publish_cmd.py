@@ -18,10 +18,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from runtime.blocks.ai_checks import check_ai_blocks, credential_ids
-from runtime.errors import ChatflowError
-from runtime.validation import parse_definition
-from schemas.definition import ToolDefinition
+from chatflow.runtime.blocks.ai_checks import check_ai_blocks, credential_ids
+from chatflow.runtime.errors import ChatflowError
+from chatflow.runtime.validation import parse_definition
+from chatflow.schemas.definition import ToolDefinition
 
 from ..logging import configure_logging
 from ..registry import Conflict, Invalid, Registry

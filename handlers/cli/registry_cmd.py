@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 from ..logging import configure_logging
 from ..registry import Invalid, Registry

@@ -9,8 +9,8 @@ import sys
 
 from pydantic import ValidationError
 
-from runtime.replay import ReplayReport, definition_hashes, replay
-from schemas.definition import PublishedTool, ToolDefinition
+from chatflow.runtime.replay import ReplayReport, definition_hashes, replay
+from chatflow.schemas.definition import PublishedTool, ToolDefinition
 
 from ..client import trace
 from ..keys import Keys

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import structlog
 
-from runtime.errors import ChatflowError
+from chatflow.runtime.errors import ChatflowError
 
 from ..embedded import EmbeddedServer
 from ..examples import publish_examples

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError
 
 from ..registry.models import EndpointCreate, EndpointTest, ServerCreate, ServerPatch
 from .common import pairs, subcommands

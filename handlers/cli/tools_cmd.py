@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from runtime.registry.views import tool_view
+from chatflow.runtime.registry.views import tool_view
 
 from ..registry.models import ToolCreate, ToolPatch
 from .common import subcommands

@@ -26,7 +26,7 @@ import msgspec
 import structlog
 from redis.exceptions import NoScriptError
 
-from schemas.wire import ToolExecutionStreamEvent
+from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import PROJECTION_GROUP, Keys
 from ..redis_client import Client

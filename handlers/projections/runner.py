@@ -15,7 +15,7 @@ from faststream.middlewares import AckPolicy
 from faststream.redis import StreamSub
 from redis.exceptions import RedisError
 
-from runtime.machine import Machine
+from chatflow.runtime.machine import Machine
 
 from ..batches import Entry, entries_of, raw_broker, raw_entries
 from ..keys import PROJECTION_GROUP, Keys

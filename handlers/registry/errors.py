@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.errors import ChatflowError
+from chatflow.runtime.errors import ChatflowError
 
 
 class RegistryError(ChatflowError):

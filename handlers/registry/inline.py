@@ -19,17 +19,17 @@ from typing import Any
 import httpx
 import msgspec
 
-from runtime.blocks.ai import register_media_and_ai
-from runtime.blocks.endpoint import CallEndpointExecutor
-from runtime.blocks.runner import BlockRunner, Executor, Unsupported
-from runtime.definitions import DefinitionCache
-from runtime.errors import ToolFailure, internal_error
-from runtime.machine import Machine
-from runtime.outcome import SpawnChild
-from runtime.sandbox import ScriptLimits, ScriptSandbox
-from runtime.state import ExecState, LogEntry, StepMsg, Transition
-from schemas.definition import PublishedTool
-from schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow.runtime.blocks.ai import register_media_and_ai
+from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
+from chatflow.runtime.blocks.runner import BlockRunner, Executor, Unsupported
+from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.errors import ToolFailure, internal_error
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.outcome import SpawnChild
+from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
+from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
+from chatflow.schemas.definition import PublishedTool
+from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from ..keys import Keys
 from ..redis_client import Client

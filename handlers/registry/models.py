@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.definition import HttpMethod
+from chatflow.schemas.definition import HttpMethod
 
 
 class _In(BaseModel):

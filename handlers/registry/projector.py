@@ -15,8 +15,8 @@ from typing import Any
 
 import structlog
 
-from runtime.registry import Ref, RegistryState
-from runtime.registry.views import (
+from chatflow.runtime.registry import Ref, RegistryState
+from chatflow.runtime.registry.views import (
     agent_cache,
     credential_cache,
     credential_view,

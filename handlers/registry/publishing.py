@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime.registry.validation import check_draft
+from chatflow.runtime.registry.validation import check_draft
 
 from .errors import Conflict, Invalid
 from .models import ToolCreate, ToolPatch

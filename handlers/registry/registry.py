@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from runtime.registry import Ref, RegistryState
+from chatflow.runtime.registry import Ref, RegistryState
 
 from ..keys import Keys
 from ..redis_client import Client

@@ -12,19 +12,19 @@ from typing import Any
 
 import httpx
 
-from runtime.blocks.endpoint import call_endpoint
-from runtime.limits import Limits
-from runtime.registry import RegistryState
-from runtime.registry.openapi import OpenApiError, parse_openapi
-from runtime.registry.state import Record
-from runtime.registry.views import (
+from chatflow.runtime.blocks.endpoint import call_endpoint
+from chatflow.runtime.limits import Limits
+from chatflow.runtime.registry import RegistryState
+from chatflow.runtime.registry.openapi import OpenApiError, parse_openapi
+from chatflow.runtime.registry.state import Record
+from chatflow.runtime.registry.views import (
     MASK,
     credential_view,
     endpoint_view,
     server_cache,
     server_view,
 )
-from schemas.definition import CallEndpointParamMapping
+from chatflow.schemas.definition import CallEndpointParamMapping
 
 from .errors import Conflict, Invalid, NotFound
 from .log import Append

@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from runtime.registry import RegistryState
-from runtime.registry.state import Record
-from runtime.registry.validation import check_publish
-from runtime.registry.views import agent_cache, tool_view
+from chatflow.runtime.registry import RegistryState
+from chatflow.runtime.registry.state import Record
+from chatflow.runtime.registry.validation import check_publish
+from chatflow.runtime.registry.views import agent_cache, tool_view
 
 from .errors import Conflict, Invalid, NotFound
 from .log import Append

@@ -50,9 +50,9 @@ import msgspec
 import pypdf
 from pypdf.errors import PyPdfError
 
-from schemas.definition import CallAIBlock
-from schemas.llm import LlmCredential, credential_decoder
-from schemas.wire import LlmUsageEvent
+from chatflow.schemas.definition import CallAIBlock
+from chatflow.schemas.llm import LlmCredential, credential_decoder
+from chatflow.schemas.wire import LlmUsageEvent
 
 from ..errors import ToolFailure
 from ..events import iso

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from schemas.definition import CallAIBlock, FetchMediaBlock, ToolDefinition
+from chatflow.schemas.definition import CallAIBlock, FetchMediaBlock, ToolDefinition
 
 
 def credential_ids(definition: ToolDefinition) -> set[str]:

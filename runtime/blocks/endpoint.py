@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from schemas.definition import CallEndpointBlock, CallEndpointParamMapping
+from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapping
 
 from ..errors import ToolFailure
 from ..interpolation import lookup, render

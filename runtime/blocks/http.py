@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from schemas.definition import HttpCallBlock
+from chatflow.schemas.definition import HttpCallBlock
 
 from .. import egress
 from ..errors import ToolFailure

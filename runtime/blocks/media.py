@@ -44,7 +44,7 @@ from urllib.parse import quote
 import filetype
 import httpx
 
-from schemas.definition import FetchMediaBlock
+from chatflow.schemas.definition import FetchMediaBlock
 
 from ..errors import ToolFailure
 from ..interpolation import lookup, to_text

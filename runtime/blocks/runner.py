@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from schemas.definition import CallToolBlock, ExecuteScriptBlock, HttpCallBlock
+from chatflow.schemas.definition import CallToolBlock, ExecuteScriptBlock, HttpCallBlock
 
 from .. import errors
 from ..definitions import DefinitionCache

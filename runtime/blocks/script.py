@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from schemas.definition import ExecuteScriptBlock
+from chatflow.schemas.definition import ExecuteScriptBlock
 
 from ..errors import ToolFailure
 from ..limits import Limits

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.validation import parse_definition
-from schemas.definition import CallAIBlock, CallEndpointBlock, CallToolBlock, ToolDefinition
+from chatflow.runtime.validation import parse_definition
+from chatflow.schemas.definition import CallAIBlock, CallEndpointBlock, CallToolBlock, ToolDefinition
 
 from .state import Record, RegistryState
 

@@ -14,7 +14,6 @@ import os
 import sys
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 
 from ._codec import PreparedJob
 from ._protocol import HEADER, decode_response, encode_request
@@ -22,7 +21,6 @@ from ._types import SCRIPT_ERROR, SCRIPT_MEMORY, ScriptLimits, ScriptOutcome
 
 # Beyond the worker's own per-batch time budgets, how long before it counts as hung.
 GUARD_SLACK_S = 5.0
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _STDERR_TAIL = 8192
 
 
@@ -41,13 +39,10 @@ class WorkerProcess:
     @classmethod
     async def start(cls, limits: ScriptLimits) -> WorkerProcess:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p
-        )
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "runtime.sandbox._worker",
+            "chatflow.runtime.sandbox._worker",
             str(limits.timeout_ms),
             str(limits.max_memory_bytes),
             stdin=asyncio.subprocess.PIPE,

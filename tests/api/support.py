@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from handlers.api import create_app
-from handlers.keys import Keys
-from handlers.redis_client import Client, make_client
-from handlers.settings import Settings
+from chatflow.handlers.api import create_app
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import Client, make_client
+from chatflow.handlers.settings import Settings
 from tests.harness import FAST
 from tests.httpserver import serve_asgi
 

@@ -11,8 +11,8 @@ import structlog
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from handlers.registry.crypto import SecretBox, new_key
-from handlers.registry.errors import Invalid
+from chatflow.handlers.registry.crypto import SecretBox, new_key
+from chatflow.handlers.registry.errors import Invalid
 from tests.api.support import ENCRYPTION_KEY, Api, Upstream, api_settings, running_api
 
 SECRETS = ("Bearer server-secret-777", "endpoint-secret-888", "sk-llm-secret-999")

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 from tests.blocks_ai.conftest import WA_TOKEN
 from tests.harness import Harness
 

@@ -9,11 +9,11 @@ import httpx
 import msgspec
 import structlog
 
-from runtime.blocks.ai import AIConfig, CallAI
-from runtime.limits import Limits
-from runtime.state import ExecState, RootInfo
-from schemas.definition import CallAIBlock
-from schemas.wire import ExecuteToolAction
+from chatflow.runtime.blocks.ai import AIConfig, CallAI
+from chatflow.runtime.limits import Limits
+from chatflow.runtime.state import ExecState, RootInfo
+from chatflow.schemas.definition import CallAIBlock
+from chatflow.schemas.wire import ExecuteToolAction
 from tests.blocks_ai.conftest import WA_TOKEN, Fakes, Opener
 from tests.blocks_ai.fakes import openai_error, wav_bytes
 from tests.blocks_ai.helpers import (

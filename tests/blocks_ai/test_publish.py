@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 import redis
 
-from handlers.cli import publish_cmd
-from handlers.cli.main import main
-from handlers.keys import Keys
-from handlers.redis_client import make_client
-from handlers.registry import Registry
-from handlers.registry.crypto import SecretBox
-from handlers.registry.models import CredentialCreate
-from handlers.registry.servers import CredentialOps
-from runtime.blocks.ai_checks import check_ai_blocks, credential_ids
-from runtime.validation import parse_definition
-from schemas.definition import ToolDefinition
+from chatflow.handlers.cli import publish_cmd
+from chatflow.handlers.cli.main import main
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
+from chatflow.handlers.registry import Registry
+from chatflow.handlers.registry.crypto import SecretBox
+from chatflow.handlers.registry.models import CredentialCreate
+from chatflow.handlers.registry.servers import CredentialOps
+from chatflow.runtime.blocks.ai_checks import check_ai_blocks, credential_ids
+from chatflow.runtime.validation import parse_definition
+from chatflow.schemas.definition import ToolDefinition
 from tests.api.support import ENCRYPTION_KEY
 from tests.blocks_ai.helpers import call_ai, fetch_media, returns, tool
 

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "sdk"))
-
-from provider_fixtures import fake_provider, no_real_provider_settings
+from tests.sdk.provider_fixtures import fake_provider, no_real_provider_settings
 
 __all__ = ["fake_provider", "no_real_provider_settings"]

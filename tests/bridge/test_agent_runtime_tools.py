@@ -11,8 +11,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from fakes import ProviderFake, Recorded
 
+from chatflow.handlers.native import load_native_tools
+from chatflow.handlers.registry.crypto import SecretBox
+from chatflow.handlers.registry.models import ToolCreate
+from chatflow.handlers.registry.registry import Registry
+from chatflow.handlers.registry.tools import ToolOps
+from chatflow.handlers.worker import Worker
 from chatflow_agent import Agent, Runner, RunResult, ToolExecutionError, tool
 from chatflow_agent.runtime_tools import (
     NativeToolProxy,
@@ -21,14 +26,9 @@ from chatflow_agent.runtime_tools import (
     RuntimeTools,
     RuntimeToolsError,
 )
-from handlers.native import load_native_tools
-from handlers.registry.crypto import SecretBox
-from handlers.registry.models import ToolCreate
-from handlers.registry.registry import Registry
-from handlers.registry.tools import ToolOps
-from handlers.worker import Worker
 from tests.bridge import native_tools
 from tests.harness import Harness
+from tests.sdk.fakes import ProviderFake, Recorded
 
 ORDER_STATUS = {
     "blocks": {"r": {"type": "return", "id": "r",

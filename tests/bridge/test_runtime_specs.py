@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import wire
 from google.genai import types as genai
 
 from chatflow_agent.errors import ToolArgumentsError, ToolSchemaError
 from chatflow_agent.runtime_specs import RuntimeToolSpec, custom_tool_spec
+from tests.sdk import wire
 
 INPUTS = [
     {"name": "orderId", "type": "string", "description": "The order number.", "required": True},

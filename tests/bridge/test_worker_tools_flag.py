@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
+from chatflow.handlers.cli.main import main
 from chatflow_agent.runtime_tools import NativeToolProxy, RuntimeConnection
-from handlers.cli.main import main
 from tests.bridge.native_tools import update_sentiment
 
 
 def _spawn(url: str, prefix: str, *args: str) -> subprocess.Popen[bytes]:
     environ = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
                "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0"}
-    code = f"import sys; from handlers.cli import main; sys.exit(main({['worker', *args]!r}))"
+    code = f"import sys; from chatflow.handlers.cli import main; sys.exit(main({['worker', *args]!r}))"
     return subprocess.Popen([sys.executable, "-c", code], env=environ,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.chaos import run
+from tests.support.chaos import run
 
 
 async def test_every_command_gets_one_result_while_workers_are_killed_every_few_seconds(

@@ -13,10 +13,10 @@ from typing import Any
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from bench.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
-from handlers.embedded import EmbeddedServer, free_port
-from handlers.keys import Keys
-from handlers.redis_client import make_client
+from chatflow.handlers.embedded import EmbeddedServer, free_port
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
+from tests.support.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
 
 MIX = ("chaos-http", "chaos-script", "chaos-nested")
 

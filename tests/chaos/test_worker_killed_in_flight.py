@@ -6,9 +6,9 @@ import asyncio
 import json
 import uuid
 
-from bench.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
-from handlers.keys import Keys
-from handlers.redis_client import make_client
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
+from tests.support.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
 
 N = 24
 

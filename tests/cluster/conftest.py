@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from bench.chaos import LocalCluster
 from tests.harness import Harness
+from tests.support.chaos import LocalCluster
 
 
 @pytest.fixture(scope="session")

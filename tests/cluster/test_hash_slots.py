@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from redis.crc import key_slot
 
-from handlers.keys import Keys
+from chatflow.handlers.keys import Keys
 
 
 def _slot(key: str) -> int:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from handlers.keys import Keys
-from handlers.redis_client import make_client
-from handlers.store import STALE, Commit, Store
-from runtime.state import LogEntry, Transition
+from chatflow.handlers.keys import Keys
+from chatflow.handlers.redis_client import make_client
+from chatflow.handlers.store import STALE, Commit, Store
+from chatflow.runtime.state import LogEntry, Transition
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.conditions import pick_target
-from schemas.definition import BlockTarget, OutputCondition
+from chatflow.runtime.conditions import pick_target
+from chatflow.schemas.definition import BlockTarget, OutputCondition
 
 VARS = {"status": 200, "body": "hello world", "tags": ["a", "b"], "empty": "", "n": "10"}
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.interpolation import RenderTooLarge, render
+from chatflow.runtime.interpolation import RenderTooLarge, render
 
 VARS = {"name": "Ana", "resp": {"items": [{"id": 7}, {"id": 8}]}, "n": 3.0, "flag": True,
         "nothing": None, "raw": '{"a": {"b": 1}}', "tpl": "{{name}}"}

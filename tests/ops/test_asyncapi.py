@@ -7,8 +7,8 @@ from pathlib import Path
 
 import msgspec
 
-from handlers import asyncapi
-from schemas.wire import ExecuteToolCommand, ToolExecutionStreamEvent, ToolResult
+from chatflow.handlers import asyncapi
+from chatflow.schemas.wire import ExecuteToolCommand, ToolExecutionStreamEvent, ToolResult
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "asyncapi.json"
 

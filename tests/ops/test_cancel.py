@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from handlers.cli.cancel_cmd import cancel_execution
-from handlers.cli.executions_cmd import in_flight, render
-from handlers.client import last_id, wait_results
+from chatflow.handlers.cli.cancel_cmd import cancel_execution
+from chatflow.handlers.cli.executions_cmd import in_flight, render
+from chatflow.handlers.client import last_id, wait_results
 from tests.harness import Harness
 from tests.ops.conftest import GatedServer
 from tests.ops.tools import calling, http_then_return

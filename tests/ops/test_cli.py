@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from handlers.cli.main import main
-from handlers.logging import configure_logging
+from chatflow.handlers.cli.main import main
+from chatflow.handlers.logging import configure_logging
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer
 from tests.ops.tools import publish_examples, returning, script_failing

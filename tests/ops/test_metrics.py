@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from handlers.embedded import free_port
-from handlers.worker import Worker
+from chatflow.handlers.embedded import free_port
+from chatflow.handlers.worker import Worker
 from tests.harness import Harness
 from tests.ops.tools import looping, returning, script_failing
 

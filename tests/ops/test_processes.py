@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from handlers.embedded import free_port
+from chatflow.handlers.embedded import free_port
 from tests.harness import Harness
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from handlers.keys import PROJECTION_GROUP
-from handlers.projections import ExecutionLog, rebuild, snapshot, tool_metrics, trim_source
-from handlers.projections.metrics import HOUR_MS
+from chatflow.handlers.keys import PROJECTION_GROUP
+from chatflow.handlers.projections import ExecutionLog, rebuild, snapshot, tool_metrics, trim_source
+from chatflow.handlers.projections.metrics import HOUR_MS
 from tests.harness import Harness
 from tests.ops.tools import returning, script_failing
 
@@ -133,7 +133,7 @@ async def test_a_rebuild_after_trimming_recovers_only_what_the_stream_still_hold
 
 
 async def test_the_projection_runs_on_its_own_beside_workers_without_it(bare: Harness) -> None:
-    from handlers.projections.runner import ProjectionRunner
+    from chatflow.handlers.projections.runner import ProjectionRunner
 
     await bare.start_worker(projections_enabled=False)
     runner = ProjectionRunner(bare.settings, bare.url, "projection-only")

@@ -10,11 +10,11 @@ from typing import Any
 import msgspec
 import pytest
 
-import runtime.machine
-from handlers.cli.replay_cmd import load_definitions, replay_execution
-from runtime.replay import definition_hashes, replay
-from runtime.state import LogEntry
-from schemas.wire import ToolResult
+import chatflow.runtime.machine
+from chatflow.handlers.cli.replay_cmd import load_definitions, replay_execution
+from chatflow.runtime.replay import definition_hashes, replay
+from chatflow.runtime.state import LogEntry
+from chatflow.schemas.wire import ToolResult
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer, json_reply
 from tests.ops.tools import http_then_return, publish_examples, script_failing
@@ -122,7 +122,7 @@ async def test_a_changed_navigation_in_the_machine_is_reported(
     def always_default(_conditions: Any, default: Any, *_args: Any, **_kw: Any) -> Any:
         return default, None
 
-    monkeypatch.setattr(runtime.machine, "pick_target", always_default)
+    monkeypatch.setattr(chatflow.runtime.machine, "pick_target", always_default)
     report = replay(entries, definitions)
     assert report.first is not None
     assert "matched=no-name" in report.first.recorded
@@ -149,7 +149,7 @@ async def test_a_tampered_record_is_reported_at_its_first_differing_transition(
 async def test_replay_cli_prints_the_trace_and_the_verdict(
         harness: Harness, cep: LoopbackServer, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from handlers.cli.main import main
+    from chatflow.handlers.cli.main import main
 
     await publish_cases(harness, cep)
     result = await run_case(harness, "pt-greeting", {"name": "bia"})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from handlers.cli import main, registry_cmd
+from chatflow.handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY
 from tests.api.test_openapi_import import SPECS
 from tests.registry.defs import returning

@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 
-from runtime.blocks.endpoint import run_call_endpoint_action
-from runtime.registry.endpoints import (
+from chatflow.runtime.blocks.endpoint import run_call_endpoint_action
+from chatflow.runtime.registry.endpoints import (
     build_endpoint_body,
     build_endpoint_url,
     merge_headers,

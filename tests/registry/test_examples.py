@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from handlers.examples import examples, in_call_order, publish_examples
-from handlers.redis_client import make_client
-from handlers.registry import Conflict, Registry
-from handlers.registry.crypto import SecretBox
-from handlers.registry.models import ToolCreate
-from handlers.registry.tools import ToolOps
+from chatflow.handlers.examples import examples, in_call_order, publish_examples
+from chatflow.handlers.redis_client import make_client
+from chatflow.handlers.registry import Conflict, Registry
+from chatflow.handlers.registry.crypto import SecretBox
+from chatflow.handlers.registry.models import ToolCreate
+from chatflow.handlers.registry.tools import ToolOps
 from tests.api.support import ENCRYPTION_KEY, Api
 from tests.harness import Harness
 from tests.registry.defs import returning

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import structlog
 
-from handlers.cli import main, publish_cmd, registry_cmd
-from handlers.examples import publish_examples
+from chatflow.handlers.cli import main, publish_cmd, registry_cmd
+from chatflow.handlers.examples import publish_examples
 from tests.api.support import ENCRYPTION_KEY, Api
 from tests.registry.defs import call_tool, definition, ret, returning
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from handlers.redis_client import make_client
-from handlers.registry import Registry
-from handlers.registry.crypto import SecretBox
+from chatflow.handlers.redis_client import make_client
+from chatflow.handlers.registry import Registry
+from chatflow.handlers.registry.crypto import SecretBox
 from tests.api.support import ENCRYPTION_KEY, Api, running_api
 from tests.registry.defs import call_tool, definition, returning
 from tests.registry.test_publish_validation import draft, published
@@ -156,8 +156,8 @@ async def test_concurrent_appends_from_two_registries_all_land_in_order(api: Api
     await draft(api, "t-race", returning())
     clients = [make_client(api.settings.redis_url or "") for _ in range(2)]
     registries = [Registry(c, api.keys, SecretBox(ENCRYPTION_KEY)) for c in clients]
-    from handlers.registry.models import ToolPatch
-    from handlers.registry.tools import ToolOps
+    from chatflow.handlers.registry.models import ToolPatch
+    from chatflow.handlers.registry.tools import ToolOps
 
     try:
         ops = [ToolOps(r) for r in registries]

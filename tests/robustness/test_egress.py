@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from runtime.egress import EgressDenied, EgressPolicy
+from chatflow.runtime.egress import EgressDenied, EgressPolicy
 from tests.core.tools import http, ret, tool
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer

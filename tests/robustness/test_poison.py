@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from handlers.keys import COMMANDS_GROUP
-from handlers.worker import Worker
-from runtime.outcome import BlockOutcome
-from runtime.state import ExecState
+from chatflow.handlers.keys import COMMANDS_GROUP
+from chatflow.handlers.worker import Worker
+from chatflow.runtime.outcome import BlockOutcome
+from chatflow.runtime.state import ExecState
 from tests.core.tools import ret, script, tool
 from tests.harness import Harness
 

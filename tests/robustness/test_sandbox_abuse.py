@@ -75,7 +75,7 @@ def sandbox_rss() -> int:
     total = 0
     for child in psutil.Process().children(recursive=True):
         try:
-            if "runtime.sandbox._worker" in " ".join(child.cmdline()):
+            if "chatflow.runtime.sandbox._worker" in " ".join(child.cmdline()):
                 total += child.memory_info().rss
         except psutil.NoSuchProcess:
             continue

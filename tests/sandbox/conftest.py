@@ -1,18 +1,11 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # lets `pytest` (not only `python -m pytest`) import runtime
-    sys.path.insert(0, str(ROOT))
-
-from sandbox_helpers import ROOMY_LIMITS, TEST_LIMITS  # noqa: E402
-
-from runtime.sandbox import ScriptSandbox  # noqa: E402
+from chatflow.runtime.sandbox import ScriptSandbox
+from tests.sandbox.sandbox_helpers import ROOMY_LIMITS, TEST_LIMITS
 
 
 @pytest.fixture(params=["process", "in_process"])

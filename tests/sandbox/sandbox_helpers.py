@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from runtime.sandbox import ScriptJob, ScriptLimits, ScriptOutcome, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptLimits, ScriptOutcome, ScriptSandbox
 
 TEST_LIMITS = ScriptLimits(timeout_ms=250, max_memory_bytes=64 * 1024 * 1024)
 ROOMY_LIMITS = ScriptLimits(timeout_ms=10_000, max_memory_bytes=64 * 1024 * 1024)

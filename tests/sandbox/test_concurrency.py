@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sandbox_helpers import RUNAWAY, run
 
-from runtime.sandbox import ScriptJob, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptSandbox
+from tests.sandbox.sandbox_helpers import RUNAWAY, run
 
 
 async def test_many_concurrent_runs_each_get_their_own_result(sandbox: ScriptSandbox) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sandbox_helpers import run
 
-from runtime.sandbox import ScriptJob, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptSandbox
+from tests.sandbox.sandbox_helpers import run
 
 
 async def _in_one_context(box: ScriptSandbox, first: str, second: str) -> list[object]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sandbox_helpers import MEMORY_BOMBS, ROOMY_LIMITS, RUNAWAY, TEST_LIMITS, run
 
-from runtime.sandbox import ScriptJob, ScriptLimits, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptLimits, ScriptSandbox
+from tests.sandbox.sandbox_helpers import MEMORY_BOMBS, ROOMY_LIMITS, RUNAWAY, TEST_LIMITS, run
 
 
 async def test_an_infinite_loop_times_out_and_the_sandbox_still_works(

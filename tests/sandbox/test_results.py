@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sandbox_helpers import run
 
-from runtime.sandbox import ScriptJob, ScriptSandbox
+from chatflow.runtime.sandbox import ScriptJob, ScriptSandbox
+from tests.sandbox.sandbox_helpers import run
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,11 @@
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from fakes import ProviderFake
-from provider_fixtures import fake_provider, no_real_provider_settings, serve_fake
+from tests.sdk.fakes import ProviderFake
+from tests.sdk.provider_fixtures import fake_provider, no_real_provider_settings, serve_fake
 
 __all__ = ["fake_provider", "no_real_provider_settings"]
 

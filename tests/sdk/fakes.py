@@ -19,8 +19,9 @@ from typing import Any
 
 import anthropic.types
 import openai.types.chat
-import wire
 from google.genai import types as genai
+
+from tests.sdk import wire
 
 FAKE_KEY = "sk-test-0123456789abcdef"
 

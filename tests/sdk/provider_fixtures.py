@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakes import FAKE_KEY, FAKES, ProviderFake, start_fake
+
+from tests.sdk.fakes import FAKE_KEY, FAKES, ProviderFake, start_fake
 
 _PROVIDER_VARIABLES = (
     "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",

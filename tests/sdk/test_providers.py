@@ -7,7 +7,6 @@ import socket
 from typing import Any
 
 import pytest
-from fakes import FAKE_KEY, GeminiFake, ProviderFake, Recorded, Reply
 
 from chatflow_agent import Agent, Runner, tool
 from chatflow_agent.errors import ProviderConfigError, ProviderError, ProviderResponseError
@@ -18,6 +17,7 @@ from chatflow_agent.providers import (
     provider_family,
     provider_for_model,
 )
+from tests.sdk.fakes import FAKE_KEY, GeminiFake, ProviderFake, Recorded, Reply
 
 
 @tool

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from fakes import FAKE_KEY, ProviderFake, Recorded, Reply
 
 from chatflow_agent import Agent, Runner, ToolResult, tool
 from chatflow_agent.core.memory import SessionStore
 from chatflow_agent.errors import MaxTurnsExceeded, ProviderHTTPError
+from tests.sdk.fakes import FAKE_KEY, ProviderFake, Recorded, Reply
 
 
 @tool

@@ -6,14 +6,14 @@ from typing import Any
 
 import jsonschema
 import pytest
-from corpus import CORPUS, SAME, STRICT_ERROR, Case
-from wire import (
+
+from chatflow_agent import ToolSchemaError
+from tests.sdk.corpus import CORPUS, SAME, STRICT_ERROR, Case
+from tests.sdk.wire import (
     check_anthropic_tool,
     check_gemini_declaration,
     check_openai_tool,
 )
-
-from chatflow_agent import ToolSchemaError
 
 cases = pytest.mark.parametrize("case", CORPUS, ids=[case.id for case in CORPUS])
 strict_cases = pytest.mark.parametrize(

@@ -12,10 +12,10 @@ import threading
 from typing import Any
 
 import pytest
-from fakes import ProviderFake, Recorded, Reply
-from seed import SEED, Block, seed_blocks
 
 from chatflow_agent import Tool, ToolResult
+from tests.sdk.fakes import ProviderFake, Recorded, Reply
+from tests.sdk.seed import SEED, Block, seed_blocks
 
 BLOCKS = seed_blocks()
 

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from fakes import ProviderFake
 
 from chatflow_agent import Agent, Runner, ToolCall, ToolResult, tool
 from chatflow_agent.core.memory import RedisSessionStore, SessionStore
 from chatflow_agent.core.messages import AssistantMessage, UserMessage
+from tests.sdk.fakes import ProviderFake
 
 HISTORY = [
     UserMessage("hi"),

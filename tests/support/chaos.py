@@ -1,0 +1,527 @@
+"""Chaos run: executions of mixed tools while worker processes are SIGKILLed and restarted.
+
+    python -m bench.chaos [--executions 10000] [--seconds 600] [--workers 3]
+                          [--kill-every 3] [--redis-url URL] [--cluster]
+
+Workers are real ``chatflow worker`` subprocesses. Every ``--kill-every`` seconds
+(jittered) one of them, chosen at random, gets SIGKILL and is started again. The
+mix: httpCall to a loopback server, three executeScript blocks, and a callTool of
+a script child. The run ends when every result arrived or ``--seconds`` passed,
+then checks, once every consumer group is drained:
+
+* one result per command: 0 lost, 0 duplicates, every result ``ok``;
+* every ToolExecutionStreamEvent once in ``stream:tool-executions`` and counted
+  once by the execution log projection (``runs7d`` per tool = executions per tool).
+
+Exit status 0 when all of that holds. ``tests/chaos/test_chaos_short.py`` runs the
+short form (``--executions 600 --seconds 60``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from chatflow.handlers.embedded import EmbeddedServer, find_server_binary, free_port
+from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from chatflow.handlers.projections.metrics import tool_metrics
+from chatflow.handlers.redis_client import Client, make_client
+
+WORKER_CMD = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
+
+
+# -- a loopback HTTP server that can hold requests -------------------------------------
+
+
+class HoldingServer:
+    """``GET /echo?n=X`` answers ``{"n": X}``; while ``hold()`` is on, requests wait for ``release()``."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self.requests = 0
+        outer = self
+
+        class _H(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with outer._arrived:
+                    outer.requests += 1
+                    outer._arrived.notify_all()
+                outer._open.wait(timeout=120)
+                n = self.path.partition("n=")[2] or "0"
+                body = json.dumps({"n": n}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the worker that asked was killed meanwhile
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def hold(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    def wait_requests(self, count: int, timeout_s: float) -> bool:
+        """Block (a thread) until ``count`` requests arrived in total."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: self.requests >= count, timeout=timeout_s)
+
+    def stop(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- a local Redis Cluster -------------------------------------------------------------------
+
+
+def cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is a valid, free port too."""
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
+@dataclass
+class LocalCluster:
+    """``masters`` Valkey primaries in cluster mode on loopback, slots spread by ``valkey-cli``."""
+
+    masters: int = 3
+    nodes: list[EmbeddedServer] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def start(self, timeout_s: float = 30.0) -> LocalCluster:
+        self.nodes = [EmbeddedServer(port=cluster_port(), cluster=True).start()
+                      for _ in range(self.masters)]
+        cli = Path(find_server_binary()).with_name("valkey-cli")
+        binary = str(cli) if cli.exists() else (shutil.which("valkey-cli") or "redis-cli")
+        subprocess.run([binary, "--cluster", "create",
+                        *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes:
+            client = redis.Redis(port=node.port)
+            try:
+                while client.cluster("INFO").get("cluster_state") != "ok":
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"cluster on {node.port} not ok within {timeout_s}s")
+                    time.sleep(0.05)  # polling the nodes' gossip, bounded by the deadline
+            finally:
+                client.close()
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        self.nodes = []
+
+
+# -- worker subprocesses ----------------------------------------------------------------
+
+
+@dataclass
+class WorkerPool:
+    """``chatflow worker`` subprocesses on one prefix; each logs JSON lines to its own file."""
+
+    url: str
+    prefix: str
+    env: dict[str, str] = field(default_factory=dict)
+    log_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="chatflow-chaos-"))
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    started: int = 0
+    killed: int = 0
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "REDIS_URL": self.url, "CHATFLOW_PREFIX": self.prefix,
+               "CHATFLOW_CLAIM_IDLE_MS": "1000", "CHATFLOW_CLAIM_INTERVAL_MS": "200",
+               "CHATFLOW_BLOCK_MS": "200", "CHATFLOW_METRICS_PORT": "0",
+               "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_LOG_LEVEL": "INFO", **self.env}
+        self.started += 1
+        out = open(Path(self.log_dir) / f"worker-{self.started}.log", "wb")  # noqa: SIM115
+        try:
+            return subprocess.Popen(WORKER_CMD, env=env, stdout=out, stderr=subprocess.STDOUT)
+        finally:
+            out.close()  # the child holds its own descriptor
+
+    def start(self, n: int) -> WorkerPool:
+        self.procs += [self._spawn() for _ in range(n)]
+        return self
+
+    def kill(self, index: int) -> int:
+        """SIGKILL worker ``index`` (no chance to ack, flush or say goodbye); returns its pid."""
+        proc = self.procs[index]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.killed += 1
+        return proc.pid
+
+    def restart(self, index: int) -> None:
+        self.procs[index] = self._spawn()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def log_lines(self) -> Iterator[dict[str, Any]]:
+        for path in sorted(Path(self.log_dir).glob("worker-*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    yield {"event": line, "level": "raw"}
+
+
+# -- the tools of the mix -----------------------------------------------------------------
+
+
+def _next(block_id: str) -> dict[str, Any]:
+    return {"type": "block", "blockId": block_id}
+
+
+def _script(block_id: str, source: str, nxt: str, var: str = "n") -> dict[str, Any]:
+    return {"type": "executeScript", "id": block_id, "source": source, "outputVariable": block_id,
+            "inputVariables": [{"name": var, "value": "{{" + var + "}}"}], "onError": "blocking",
+            "outputConditions": [], "defaultOutput": _next(nxt)}
+
+
+def tools(http_base: str) -> dict[str, dict[str, Any]]:
+    """The mix, by publishedToolId: ``chaos-http``, ``chaos-script``, ``chaos-nested`` (+ child)."""
+    def record(pt: str, start: str, blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"id": pt, "toolId": f"t-{pt}", "name": pt,
+                "definition": {"onboardingBlockId": start, "blocks": blocks}}
+
+    ret = {"type": "return", "id": "r", "value": "{{out}}"}
+    return {
+        "chaos-http": record("chaos-http", "h", {
+            "h": {"type": "httpCall", "id": "h", "url": http_base + "/echo?n={{n}}",
+                  "method": "GET", "onError": "blocking", "outputConditions": [],
+                  "responseBodyVariable": "resp", "defaultOutput": _next("r")},
+            "r": {"type": "return", "id": "r", "value": "{{resp.n}}"}}),
+        "chaos-script": record("chaos-script", "a", {
+            "a": _script("a", "return Number(n) + 1", "b"),
+            "b": _script("b", "return Number(a) * 2", "c", "a"),
+            "c": {**_script("c", "return String(b)", "r", "b"), "outputVariable": "out"},
+            "r": ret}),
+        "chaos-child": record("chaos-child", "s", {
+            "s": {**_script("s", "return 'child-' + n", "r"), "outputVariable": "out"},
+            "r": ret}),
+        "chaos-nested": record("chaos-nested", "c", {
+            "c": {"type": "callTool", "id": "c", "toolId": "t-chaos-child",
+                  "publishedToolId": "chaos-child", "outputVariable": "out",
+                  "inputVariables": [{"name": "n", "value": "{{n}}"}], "onError": "blocking",
+                  "outputConditions": [], "defaultOutput": _next("r")},
+            "r": ret}),
+    }
+
+
+MIX = ("chaos-http", "chaos-script", "chaos-nested")
+CHILD_TOOL = "t-chaos-child"
+
+
+def expected_value(pt: str, n: int) -> str:
+    return {"chaos-http": str(n), "chaos-script": str((n + 1) * 2),
+            "chaos-nested": f"child-{n}"}[pt]
+
+
+def command(pt: str, command_id: str, n: int) -> dict[str, str]:
+    data = {"commandId": command_id,
+            "action": {"id": "a", "type": "executeTool", "toolId": f"t-{pt}", "publishedToolId": pt,
+                       "outputVariable": "out", "inputVariables": [{"name": "n", "value": str(n)}]},
+            "context": {"contactId": "chaos"}}
+    return {"data": json.dumps(data)}
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    executions: int
+    results: int = 0
+    lost: int = 0
+    duplicates: int = 0
+    failed: int = 0
+    wrong: int = 0
+    kills: int = 0
+    seconds: float = 0.0
+    events: int = 0
+    event_duplicates: int = 0
+    projection: dict[str, tuple[int, int]] = field(default_factory=dict)  # tool: (runs7d, events)
+    expected_events: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def projection_ok(self) -> bool:
+        """Every event counted once (runs7d = distinct events per tool) and one event per
+        command (a child runs only when its parent got that far: at most its share)."""
+        if set(self.projection) != set(self.expected_events):
+            return False
+        for tool, (runs, events) in self.projection.items():
+            want = self.expected_events[tool]
+            if runs != events or events > want or (tool != CHILD_TOOL and events != want):
+                return False
+        return True
+
+    @property
+    def ok(self) -> bool:
+        return (self.results == self.executions and self.lost == 0 and self.duplicates == 0
+                and self.failed == 0 and self.wrong == 0 and self.event_duplicates == 0
+                and self.projection_ok)
+
+    def render(self) -> str:
+        lines = [f"executions {self.executions}  results {self.results}  lost {self.lost}  "
+                 f"duplicates {self.duplicates}  failed {self.failed}  wrong {self.wrong}",
+                 f"worker SIGKILLs {self.kills}  wall {self.seconds:.1f}s  "
+                 f"execution events {self.events} (duplicates {self.event_duplicates})"]
+        for tool, (runs, events) in sorted(self.projection.items()):
+            lines.append(f"  projection {tool:<16} runs7d {runs:6d}  events {events:6d}  "
+                         f"expected {self.expected_events.get(tool, 0):6d}")
+        lines += [f"  note: {n}" for n in self.notes]
+        lines.append("OK" if self.ok else "FAILED")
+        return "\n".join(lines)
+
+
+async def read_all(client: Client, stream: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    out: list[tuple[bytes, dict[bytes, bytes]]] = []
+    cursor = "-"
+    while True:
+        page = await client.xrange(stream, min=cursor, max="+", count=2000)
+        out += page
+        if len(page) < 2000:
+            return out
+        cursor = "(" + page[-1][0].decode()
+
+
+async def drained(client: Client, keys: Keys, timeout_s: float) -> bool:
+    """Every consumer group of the prefix has read and acked everything (bounded polling)."""
+    pairs = [(keys.commands, COMMANDS_GROUP), (keys.executions, PROJECTION_GROUP)]
+    for n in range(keys.partitions):
+        pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        idle = True
+        for stream, group in pairs:
+            groups = {g["name"].decode(): g for g in await client.xinfo_groups(stream)}
+            g = groups.get(group)
+            if g is None or g["pending"] or g.get("lag"):
+                idle = False
+                break
+        if idle:
+            return True
+        await asyncio.sleep(0.1)  # polling server state, bounded by the deadline
+    return False
+
+
+async def setup_prefix(client: Client, keys: Keys, http_base: str) -> None:
+    for pt, record in tools(http_base).items():
+        await client.set(keys.tool(pt), json.dumps(record))
+
+
+async def killer(pool: WorkerPool, rng: random.Random, every: float, stop: asyncio.Event) -> None:
+    """SIGKILL a random worker every ``every`` seconds (jittered ±40%), and start it again."""
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=every * rng.uniform(0.6, 1.4))
+        except TimeoutError:
+            index = rng.randrange(len(pool.procs))
+            pool.kill(index)
+            pool.restart(index)
+
+
+async def drive(client: Client, keys: Keys, plan: list[tuple[str, str, int]], *, window: int,
+                rate: float, started: float, deadline: float) -> Counter[str]:
+    """Publish the plan keeping ``window`` commands in flight; results seen, by command id."""
+    executions = len(plan)
+    seen: Counter[str] = Counter()
+    sent = 0
+    cursor = b"0-0"
+    while len(seen) < executions and time.monotonic() < deadline:
+        allowed = executions if not rate else min(
+            executions, int(rate * (time.monotonic() - started)) + 1)
+        if sent < allowed and sent - len(seen) < window:
+            async with client.pipeline(transaction=False) as pipe:
+                while sent < allowed and sent - len(seen) < window:
+                    cid, pt, n = plan[sent]
+                    pipe.xadd(keys.commands, command(pt, cid, n))
+                    sent += 1
+                await pipe.execute()
+        left = max(1, int((deadline - time.monotonic()) * 1000))
+        reply = await client.xread({keys.results: cursor}, count=1000,
+                                   block=min(left, 100 if rate else 500))
+        for _name, entries in reply or []:
+            for entry_id, fields in entries:
+                cursor = entry_id
+                seen[json.loads(fields[b"data"])["commandId"]] += 1
+    return seen
+
+
+async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
+              kill_every: float = 3.0, window: int = 256, cluster: bool = False,
+              seed: int | None = None, partitions: int = 4, rate: float = 0.0) -> Report:
+    """``rate``: commands per second at most (0: as fast as the window allows), to spread
+    the load over enough kills."""
+    rng = random.Random(seed)
+    prefix = f"chaos{uuid.uuid4().hex[:6]}:"
+    keys = Keys(prefix, partitions)
+    client = make_client(url, cluster=cluster)
+    http = HoldingServer()
+    env = {"CHATFLOW_PARTITIONS": str(partitions)}
+    if cluster:
+        env["CHATFLOW_REDIS_CLUSTER"] = "true"
+    pool = WorkerPool(url, prefix, env)
+    report = Report(executions)
+    started = time.monotonic()
+    deadline = started + seconds
+    try:
+        await setup_prefix(client, keys, http.base)
+        pool.start(workers)
+        plan = [(f"c{i:06d}-{uuid.uuid4().hex[:8]}", MIX[i % len(MIX)], i) for i in range(executions)]
+        rng.shuffle(plan)
+        by_id = {cid: (pt, n) for cid, pt, n in plan}
+        stop_killing = asyncio.Event()
+        killing = asyncio.create_task(killer(pool, rng, kill_every, stop_killing))
+        try:
+            await drive(client, keys, plan, window=window, rate=rate, started=started,
+                        deadline=deadline)
+        finally:
+            stop_killing.set()
+            await killing
+        report.kills = pool.killed
+        report.seconds = time.monotonic() - started
+        # Let late duplicates surface: every group drained, then read the streams whole.
+        if not await drained(client, keys, max(10.0, deadline - time.monotonic())):
+            report.notes.append("consumer groups not drained before the deadline")
+        counts: Counter[str] = Counter()
+        report.results = 0
+        for _id, fields in await read_all(client, keys.results):
+            result = json.loads(fields[b"data"])
+            cid = result["commandId"]
+            counts[cid] += 1
+            if counts[cid] > 1:
+                continue
+            report.results += 1
+            pt, n = by_id[cid]
+            if not result.get("ok"):
+                report.failed += 1
+                if len(report.notes) < 5:
+                    report.notes.append(f"{cid} failed: {result.get('error')}")
+            elif result.get("result") != expected_value(pt, n):
+                report.wrong += 1
+        report.lost = executions - len(counts)
+        report.duplicates = sum(c - 1 for c in counts.values())
+        await check_projection(client, keys, plan, report)
+    finally:
+        pool.stop()
+        http.stop()
+        await client.aclose()
+    return report
+
+
+async def check_projection(client: Client, keys: Keys, plan: list[tuple[str, str, int]],
+                           report: Report) -> None:
+    per_pt = Counter(pt for _cid, pt, _n in plan)
+    expected = {f"t-{pt}": c for pt, c in per_pt.items()}
+    expected[CHILD_TOOL] = per_pt["chaos-nested"]
+    report.expected_events = expected
+    executions: Counter[str] = Counter()
+    per_tool: Counter[str] = Counter()
+    for _id, fields in await read_all(client, keys.executions):
+        event = json.loads(fields[b"data"])
+        executions[event["executionId"]] += 1
+        if executions[event["executionId"]] == 1:
+            per_tool[event["toolId"]] += 1
+    report.events = sum(executions.values())
+    report.event_duplicates = sum(c - 1 for c in executions.values())
+    metrics = await tool_metrics(client, keys, sorted(set(per_tool) | set(expected)))
+    report.projection = {tool: (m["runs7d"], per_tool[tool]) for tool, m in metrics.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executions", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=600.0, help="bound on the whole run")
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--kill-every", type=float, default=3.0, help="mean seconds between kills")
+    parser.add_argument("--window", type=int, default=256, help="commands in flight")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="commands per second at most (0: as fast as the window allows)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
+    parser.add_argument("--cluster", action="store_true",
+                        help="against a local 3-master cluster (or --redis-url of a cluster node)")
+    args = parser.parse_args()
+    servers: Any = None
+    url = args.redis_url
+    if not url:
+        servers = LocalCluster().start() if args.cluster else EmbeddedServer().start()
+        url = servers.url
+    try:
+        report = asyncio.run(run(url, executions=args.executions, seconds=args.seconds,
+                                 workers=args.workers, kill_every=args.kill_every,
+                                 window=args.window, cluster=args.cluster, seed=args.seed,
+                                 rate=args.rate))
+    finally:
+        if servers is not None:
+            servers.stop()
+    print(report.render(), flush=True)
+    sys.exit(0 if report.ok else 1)
+
+
+if __name__ == "__main__":
+    main()
