@@ -112,7 +112,7 @@ def test_the_deep_collection_block_generates_the_schema_its_comment_promises() -
 
 
 def _shipping_answer(request: Recorded) -> Reply:
-    from fakes import GeminiFake
+    from tests.sdk.fakes import GeminiFake
 
     parts = request.body["contents"][-1]["parts"]
     results = {p["functionResponse"]["name"]: p["functionResponse"]["response"] for p in parts}
