@@ -100,6 +100,21 @@ class Keys:
         """The id of the last log entry the projections reflect."""
         return f"{self.prefix}registry:projected"
 
+    # -- access control (docs/security.md) ----------------------------------------
+    def api_key(self, key_id: str) -> str:
+        """Hash of one API key: its SHA-256, workspace, role, name, times; never the token."""
+        return f"{self.prefix}apikey:{key_id}"
+
+    @property
+    def api_keys(self) -> str:
+        """Set of every API key id (revoked ones too, for the listing)."""
+        return f"{self.prefix}apikeys"
+
+    @property
+    def workspaces(self) -> str:
+        """Set of workspace ids (``default`` always exists, listed or not)."""
+        return f"{self.prefix}workspaces"
+
     @staticmethod
     def sent_marker(stream: str, message_id: str) -> str:
         """Dedup marker in the same slot as ``stream`` (hash tag = the stream's full name)."""

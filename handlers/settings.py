@@ -68,7 +68,21 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
     internal_secret: str | None = None
+    # Limits and exposure of the HTTP API (docs/security.md)
+    api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    api_max_json_depth: int = Field(default=64, ge=4, le=1000)
+    # Host headers the API answers (Starlette TrustedHostMiddleware): comma-separated names,
+    # "*.example.com" for subdomains; "*" answers any (behind a proxy, set the public name).
+    api_allowed_hosts: str = "*"
+    # Origins allowed by CORS, comma-separated; empty (the default): no CORS headers at all.
+    api_cors_origins: str = ""
     encryption_key: str | None = None  # 64 hex chars (AES-256) for secret headers and API keys
+
+    def allowed_hosts(self) -> list[str]:
+        return _items(self.api_allowed_hosts) or ["*"]
+
+    def cors_origins(self) -> list[str]:
+        return _items(self.api_cors_origins)
 
     def limits(self) -> Limits:
         return Limits(
@@ -88,3 +102,7 @@ class Settings(BaseSettings):
 
     def ai_config(self) -> AIConfig:
         return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes)
+
+
+def _items(value: str) -> list[str]:
+    return [item for item in value.replace(",", " ").split() if item]

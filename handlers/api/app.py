@@ -4,6 +4,13 @@ Public routes live under ``settings.api_base_path`` (default ``/api``), with the
 OpenAPI document at ``{base}/openapi.json`` and its UI at ``{base}/docs``;
 ``/internal/*`` stays outside the base path. Every error is a 4xx with
 ``{"error": code, "message": text, "problems": [{"path", "message"}]}``.
+
+Every router under the base path is included with :func:`auth.authenticate` as a
+router-level dependency, so no route there answers without a valid API key (the
+OpenAPI document and its docs page are served by FastAPI itself, outside the
+routers). Body size and JSON depth are capped in front of every route; the Host
+header is checked against ``CHATFLOW_API_ALLOWED_HOSTS``; CORS is off unless
+``CHATFLOW_API_CORS_ORIGINS`` names origins.
 """
 
 from __future__ import annotations
@@ -11,9 +18,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from chatflow.runtime.errors import ConfigurationError
 
@@ -21,8 +30,10 @@ from .. import metrics
 from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings
-from . import internal_routes, servers_routes, tools_routes
+from . import access_routes, internal_routes, servers_routes, tools_routes
+from .auth import authenticate
 from .deps import Services
+from .limits import RequestLimits
 
 
 def _base(path: str) -> str:
@@ -56,7 +67,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     @app.exception_handler(RegistryError)
     async def registry_error(_request: Request, exc: RegistryError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -68,9 +80,24 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
         return JSONResponse({"error": "invalid_request", "message": f"invalid request: {summary}",
                              "problems": problems}, status_code=400)
 
-    app.include_router(tools_routes.router, prefix=base)
-    app.include_router(servers_routes.router, prefix=base)
+    guarded = [Depends(authenticate)]
+    for router in (tools_routes.router, servers_routes.router, access_routes.router):
+        app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
+    add_edge_middleware(app, settings)
     # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics).
     app.mount("/metrics", metrics.asgi_app())
     return app
+
+
+def add_edge_middleware(app: FastAPI, settings: Settings) -> None:
+    """Limits, Host allowlist, CORS (the last added runs first: the Host check)."""
+    app.add_middleware(RequestLimits, max_body=settings.api_max_body_bytes,
+                       max_depth=settings.api_max_json_depth)
+    origins = settings.cors_origins()
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False,
+                           allow_methods=["*"], allow_headers=["Authorization", "Content-Type"])
+    hosts = settings.allowed_hosts()
+    if hosts != ["*"]:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)

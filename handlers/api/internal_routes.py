@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..registry.errors import Forbidden, NotFound
+from ..registry.errors import NotFound, Unauthorized
 from .deps import Services, services
 
 router = APIRouter(tags=["internal"])
@@ -29,10 +29,10 @@ class InternalExecute(BaseModel):
 def check_secret(expected: str | None, given: str | None) -> None:
     """Constant-time comparison (hmac.compare_digest); 401 when missing or wrong."""
     if not expected:
-        raise Forbidden("internal routes are disabled: CHATFLOW_INTERNAL_SECRET is not set",
+        raise Unauthorized("internal routes are disabled: CHATFLOW_INTERNAL_SECRET is not set",
                         code="internal_disabled")
     if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
-        raise Forbidden("missing or wrong x-internal-secret header")
+        raise Unauthorized("missing or wrong x-internal-secret header")
 
 
 def require_secret(svc: Svc,

@@ -18,6 +18,7 @@ from ..registry.models import (
     ServerCreate,
     ServerPatch,
 )
+from .auth import Caller, Writer, shown_to
 from .deps import Services, services
 
 router = APIRouter()
@@ -32,74 +33,77 @@ OPENAPI_BODY = {"requestBody": {"required": True, "content": {
 
 @router.get(SERVERS, tags=["integration servers"],
             summary="List servers with their endpoints and usage (usedBy)")
-async def list_servers(svc: Svc) -> list[dict[str, Any]]:
-    return await svc.servers.list_all()
+async def list_servers(svc: Svc, who: Caller) -> list[dict[str, Any]]:
+    return shown_to(who, await svc.servers.list_all(scope=who.scope))
 
 
 @router.post(SERVERS, status_code=201, tags=["integration servers"], summary="Create a server")
-async def create_server(svc: Svc, body: ServerCreate) -> dict[str, Any]:
-    return await svc.servers.create(body)
+async def create_server(svc: Svc, who: Writer, body: ServerCreate) -> dict[str, Any]:
+    return await svc.servers.create(body, scope=who.scope)
 
 
 @router.get(SERVERS + "/{server_id}", tags=["integration servers"], summary="One server")
-async def get_server(svc: Svc, server_id: str) -> dict[str, Any]:
-    return await svc.servers.view(server_id)
+async def get_server(svc: Svc, who: Caller, server_id: str) -> dict[str, Any]:
+    return shown_to(who, await svc.servers.view(server_id, scope=who.scope))
 
 
 @router.patch(SERVERS + "/{server_id}", tags=["integration servers"], summary="Update a server")
-async def update_server(svc: Svc, server_id: str, body: ServerPatch) -> dict[str, Any]:
-    return await svc.servers.update(server_id, body)
+async def update_server(svc: Svc, who: Writer, server_id: str, body: ServerPatch) -> dict[str, Any]:
+    return await svc.servers.update(server_id, body, scope=who.scope)
 
 
 @router.delete(SERVERS + "/{server_id}", tags=["integration servers"], summary="Remove a server")
-async def delete_server(svc: Svc, server_id: str) -> dict[str, Any]:
-    return await svc.servers.delete(server_id)
+async def delete_server(svc: Svc, who: Writer, server_id: str) -> dict[str, Any]:
+    return await svc.servers.delete(server_id, scope=who.scope)
 
 
 @router.get(SERVERS + "/{server_id}/endpoints", tags=["integration servers"],
             summary="List a server's endpoints")
-async def list_endpoints(svc: Svc, server_id: str) -> list[dict[str, Any]]:
-    return await svc.servers.endpoints(server_id)
+async def list_endpoints(svc: Svc, who: Caller, server_id: str) -> list[dict[str, Any]]:
+    return shown_to(who, await svc.servers.endpoints(server_id, scope=who.scope))
 
 
 @router.post(SERVERS + "/{server_id}/endpoints", status_code=201, tags=["integration servers"],
              summary="Create an endpoint by hand")
-async def create_endpoint(svc: Svc, server_id: str, body: EndpointCreate) -> dict[str, Any]:
-    return await svc.servers.add_endpoint(server_id, body)
+async def create_endpoint(svc: Svc, who: Writer,
+                          server_id: str, body: EndpointCreate) -> dict[str, Any]:
+    return await svc.servers.add_endpoint(server_id, body, scope=who.scope)
 
 
 @router.post(SERVERS + "/{server_id}/endpoints/test", tags=["integration servers"],
              summary="Run an ad-hoc endpoint against the real API")
-async def test_adhoc(svc: Svc, server_id: str, body: AdhocEndpointTest) -> dict[str, Any]:
-    return await svc.servers.test_adhoc(server_id, body)
+async def test_adhoc(svc: Svc, who: Writer,
+                     server_id: str, body: AdhocEndpointTest) -> dict[str, Any]:
+    return await svc.servers.test_adhoc(server_id, body, scope=who.scope)
 
 
 @router.patch(SERVERS + "/{server_id}/endpoints/{endpoint_id}", tags=["integration servers"],
               summary="Update an endpoint")
-async def update_endpoint(svc: Svc, server_id: str, endpoint_id: str,
+async def update_endpoint(svc: Svc, who: Writer, server_id: str, endpoint_id: str,
                           body: EndpointPatch) -> dict[str, Any]:
-    return await svc.servers.update_endpoint(server_id, endpoint_id, body)
+    return await svc.servers.update_endpoint(server_id, endpoint_id, body, scope=who.scope)
 
 
 @router.delete(SERVERS + "/{server_id}/endpoints/{endpoint_id}", tags=["integration servers"],
                summary="Remove an endpoint")
-async def delete_endpoint(svc: Svc, server_id: str, endpoint_id: str) -> dict[str, Any]:
-    return await svc.servers.delete_endpoint(server_id, endpoint_id)
+async def delete_endpoint(svc: Svc, who: Writer,
+                          server_id: str, endpoint_id: str) -> dict[str, Any]:
+    return await svc.servers.delete_endpoint(server_id, endpoint_id, scope=who.scope)
 
 
 @router.post(SERVERS + "/{server_id}/endpoints/{endpoint_id}/test", tags=["integration servers"],
              summary="Run a saved endpoint against the real API (the callEndpoint flow action)")
-async def test_endpoint(svc: Svc, server_id: str, endpoint_id: str,
+async def test_endpoint(svc: Svc, who: Writer, server_id: str, endpoint_id: str,
                         body: EndpointTest | None = None) -> dict[str, Any]:
-    return await svc.servers.test(server_id, endpoint_id, body or EndpointTest())
+    return await svc.servers.test(server_id, endpoint_id, body or EndpointTest(), scope=who.scope)
 
 
 @router.post(SERVERS + "/{server_id}/import-openapi", status_code=201,
              tags=["integration servers"], openapi_extra=OPENAPI_BODY,
              summary="Import an OpenAPI 3.0/3.1 spec (YAML or JSON): endpoints in one batch")
-async def import_openapi(svc: Svc, server_id: str, request: Request) -> dict[str, Any]:
+async def import_openapi(svc: Svc, who: Writer, server_id: str, request: Request) -> dict[str, Any]:
     text = await spec_text(request)
-    endpoints = await svc.servers.import_openapi(server_id, text)
+    endpoints = await svc.servers.import_openapi(server_id, text, scope=who.scope)
     return {"serverId": server_id, "imported": len(endpoints), "endpoints": endpoints}
 
 
@@ -124,28 +128,29 @@ async def spec_text(request: Request) -> str:
 
 
 @router.get("/llm-credentials", tags=["llm credentials"], summary="List LLM credentials")
-async def list_credentials(svc: Svc) -> list[dict[str, Any]]:
-    return await svc.credentials.list_all()
+async def list_credentials(svc: Svc, who: Caller) -> list[dict[str, Any]]:
+    return shown_to(who, await svc.credentials.list_all(scope=who.scope))
 
 
 @router.post("/llm-credentials", status_code=201, tags=["llm credentials"],
              summary="Create an LLM credential (the API key is stored encrypted)")
-async def create_credential(svc: Svc, body: CredentialCreate) -> dict[str, Any]:
-    return await svc.credentials.create(body)
+async def create_credential(svc: Svc, who: Writer, body: CredentialCreate) -> dict[str, Any]:
+    return await svc.credentials.create(body, scope=who.scope)
 
 
 @router.get("/llm-credentials/{cred_id}", tags=["llm credentials"], summary="One credential")
-async def get_credential(svc: Svc, cred_id: str) -> dict[str, Any]:
-    return await svc.credentials.view(cred_id)
+async def get_credential(svc: Svc, who: Caller, cred_id: str) -> dict[str, Any]:
+    return shown_to(who, await svc.credentials.view(cred_id, scope=who.scope))
 
 
 @router.patch("/llm-credentials/{cred_id}", tags=["llm credentials"],
               summary="Update an LLM credential")
-async def update_credential(svc: Svc, cred_id: str, body: CredentialPatch) -> dict[str, Any]:
-    return await svc.credentials.update(cred_id, body)
+async def update_credential(svc: Svc, who: Writer,
+                            cred_id: str, body: CredentialPatch) -> dict[str, Any]:
+    return await svc.credentials.update(cred_id, body, scope=who.scope)
 
 
 @router.delete("/llm-credentials/{cred_id}", tags=["llm credentials"],
                summary="Remove an LLM credential")
-async def delete_credential(svc: Svc, cred_id: str) -> dict[str, Any]:
-    return await svc.credentials.delete(cred_id)
+async def delete_credential(svc: Svc, who: Writer, cred_id: str) -> dict[str, Any]:
+    return await svc.credentials.delete(cred_id, scope=who.scope)

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from chatflow.runtime.registry import workspace_of
+from chatflow.runtime.registry.validation import foreign_references
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool
 
@@ -16,6 +18,7 @@ from ..registry.inline import single_block_definition
 from ..registry.metrics import tool_metrics
 from ..registry.models import ToolCreate, ToolPatch, VersionIn
 from ..registry.tools import get_tool
+from .auth import Caller, Writer
 from .deps import Services, services
 
 router = APIRouter(tags=["tools"])
@@ -38,22 +41,23 @@ class TestBlock(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)
 
 
-async def _views(svc: Services) -> list[dict[str, Any]]:
+async def _views(svc: Services, workspace: str) -> list[dict[str, Any]]:
     await svc.registry.catch_up()
     raw = await svc.client.hgetall(svc.keys.registry_view("tools"))
-    views = [json.loads(v) for v in raw.values()]
+    views = [v for v in map(json.loads, raw.values()) if workspace_of(v) == workspace]
     return sorted(views, key=lambda v: (v.get("createdAt") or "", v["id"]))
 
 
 @router.get("/tools/native", summary="List native tools (kind=native)")
-async def list_native(svc: Svc) -> list[dict[str, Any]]:
+async def list_native(svc: Svc, who: Caller) -> list[dict[str, Any]]:
     return [{k: v for k, v in t.items() if k not in LIST_FIELDS}
-            for t in await _views(svc) if t["kind"] == "native" and not t.get("deletedAt")]
+            for t in await _views(svc, who.workspace) if t["kind"] == "native" and not t.get("deletedAt")]
 
 
 @router.get("/tools", summary="List custom tools with status, metrics and AI flags")
-async def list_tools(svc: Svc, includeDeleted: bool = Query(False)) -> list[dict[str, Any]]:
-    tools = [t for t in await _views(svc) if t["kind"] == "custom"
+async def list_tools(svc: Svc, who: Caller,
+                     includeDeleted: bool = Query(False)) -> list[dict[str, Any]]:
+    tools = [t for t in await _views(svc, who.workspace) if t["kind"] == "custom"
              and (includeDeleted or not t.get("deletedAt"))]
     metrics = await tool_metrics(svc.client, svc.keys, [t["id"] for t in tools])
     return [{**{k: v for k, v in t.items() if k not in LIST_FIELDS}, "metrics": metrics[t["id"]]}
@@ -61,22 +65,23 @@ async def list_tools(svc: Svc, includeDeleted: bool = Query(False)) -> list[dict
 
 
 @router.post("/tools", status_code=201, summary="Create a tool (empty unless given)")
-async def create_tool(svc: Svc, body: Annotated[ToolCreate | None, Body()] = None
-                      ) -> dict[str, Any]:
-    return await svc.tools.create(body or ToolCreate())
+async def create_tool(svc: Svc, who: Writer,
+                      body: Annotated[ToolCreate | None, Body()] = None) -> dict[str, Any]:
+    return await svc.tools.create(body or ToolCreate(), scope=who.scope)
 
 
 @router.post("/tools/test-flow", summary="Run a tool from a chosen block; returns the trace")
-async def test_flow(svc: Svc, body: TestFlow) -> dict[str, Any]:
+async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
     definition = body.definition
     tool_id = body.toolId or "test"
     name = ""
+    await svc.registry.catch_up()
     if definition is None:
         if not body.toolId:
             raise Invalid("give a toolId or a definition")
-        await svc.registry.catch_up()
-        tool = get_tool(svc.registry.state, body.toolId)
+        tool = get_tool(svc.registry.state, body.toolId, workspace=who.workspace)
         definition, name = tool.get("definition"), tool.get("name", "")
+    refuse_foreign(svc, who.workspace, definition)
     data = dict(definition or {})
     if body.startBlockId:
         data["onboardingBlockId"] = body.startBlockId
@@ -90,8 +95,10 @@ async def test_flow(svc: Svc, body: TestFlow) -> dict[str, Any]:
 
 
 @router.post("/tools/test-block", summary="Run one block alone (the builder's test panel)")
-async def test_block(svc: Svc, body: TestBlock) -> dict[str, Any]:
+async def test_block(svc: Svc, who: Writer, body: TestBlock) -> dict[str, Any]:
     data = single_block_definition(body.block)
+    await svc.registry.catch_up()
+    refuse_foreign(svc, who.workspace, data)
     parsed, problems = parse_definition(data)
     if parsed is None or problems:
         prefix = f"blocks.{data['onboardingBlockId']}."
@@ -103,48 +110,56 @@ async def test_block(svc: Svc, body: TestBlock) -> dict[str, Any]:
 
 
 @router.get("/tools/{tool_id}", summary="A tool and its published version (404 in the trash)")
-async def get_one(svc: Svc, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.view(tool_id)
+async def get_one(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.view(tool_id, scope=who.scope)
 
 
 @router.patch("/tools/{tool_id}", summary="Save a draft (name, description, definition)")
-async def save_tool(svc: Svc, tool_id: str, body: ToolPatch) -> dict[str, Any]:
-    return await svc.tools.save(tool_id, body)
+async def save_tool(svc: Svc, who: Writer, tool_id: str, body: ToolPatch) -> dict[str, Any]:
+    return await svc.tools.save(tool_id, body, scope=who.scope)
 
 
 @router.delete("/tools/{tool_id}", summary="Move a tool to the trash")
-async def trash_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.trash(tool_id)
+async def trash_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.trash(tool_id, scope=who.scope)
 
 
 @router.post("/tools/{tool_id}/restore", summary="Restore a tool from the trash")
-async def restore_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.restore(tool_id)
+async def restore_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.restore(tool_id, scope=who.scope)
 
 
 @router.delete("/tools/{tool_id}/permanent", summary="Delete for good (only from the trash)")
-async def purge_tool(svc: Svc, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.purge(tool_id)
+async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.purge(tool_id, scope=who.scope)
 
 
 @router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
-async def publish_tool(svc: Svc, tool_id: str,
+async def publish_tool(svc: Svc, who: Writer, tool_id: str,
                        body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.publish(tool_id, body.version if body else None)
+    return await svc.tools.publish(tool_id, body.version if body else None, scope=who.scope)
 
 
 @router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")
-async def get_agent(svc: Svc, agent_id: str) -> dict[str, Any]:
-    return await svc.tools.agent(agent_id)
+async def get_agent(svc: Svc, who: Caller, agent_id: str) -> dict[str, Any]:
+    return await svc.tools.agent(agent_id, scope=who.scope)
 
 
 @router.put("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
             summary="Link a tool to an agent (AiAgentTool)")
-async def link_tool(svc: Svc, agent_id: str, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.link(agent_id, tool_id)
+async def link_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.link(agent_id, tool_id, scope=who.scope)
 
 
 @router.delete("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
                summary="Unlink a tool from an agent")
-async def unlink_tool(svc: Svc, agent_id: str, tool_id: str) -> dict[str, Any]:
-    return await svc.tools.link(agent_id, tool_id, linked=False)
+async def unlink_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
+    return await svc.tools.link(agent_id, tool_id, linked=False, scope=who.scope)
+
+
+def refuse_foreign(svc: Services, workspace: str, definition: Any) -> None:
+    """A test run never reaches another workspace's tools, servers or credentials."""
+    problems = foreign_references(svc.registry.state, definition, workspace)
+    if problems:
+        raise Invalid("the definition names objects that do not exist", code="invalid_definition",
+                      problems=problems)

@@ -60,8 +60,16 @@ class Conflict(RegistryError):
     code = "conflict"
 
 
-class Forbidden(RegistryError):
-    """Raised when a caller lacks the credentials a route needs (401)."""
+class Unauthorized(RegistryError):
+    """Raised when a caller lacks the credentials a route needs: no, unknown, revoked or
+    expired token, or a wrong internal secret (401)."""
 
     status = 401
     code = "unauthorized"
+
+
+class Forbidden(RegistryError):
+    """Raised when a caller's role does not allow the operation (403)."""
+
+    status = 403
+    code = "forbidden"

@@ -24,6 +24,7 @@ from .crypto import SecretBox
 from .errors import Conflict
 from .log import Append, RegistryLog, StaleVersion
 from .projector import Projector
+from .scope import SHELL, Scope
 
 log = structlog.get_logger("chatflow.registry")
 ATTEMPTS = 8
@@ -115,14 +116,19 @@ class Registry:
                 self.last_id = entry_id
             await self.projector.write(self.state, dirty, self.last_id)
 
-    async def commit(self, build: Callable[[RegistryState], Append]) -> str:
-        """Append the event ``build`` makes from the latest state; rebuilt on a race."""
+    async def commit(self, build: Callable[[RegistryState], Append], scope: Scope = SHELL) -> str:
+        """Append the event ``build`` makes from the latest state; rebuilt on a race.
+
+        The event is stamped with ``scope``: its workspace (the fold files new records
+        there) and its actor (the audit log's "who")."""
         await self.start()
         async with self._lock:
             for _attempt in range(ATTEMPTS):
                 await self._catch_up()
                 item = build(self.state)
                 item.event.setdefault("at", now_ms())
+                item.event["workspace"] = scope.workspace
+                item.event["actor"] = scope.actor
                 try:
                     entry_id = await self.log.append(item)
                 except StaleVersion as stale:

@@ -14,7 +14,7 @@ import httpx
 
 from chatflow.runtime.blocks.endpoint import call_endpoint
 from chatflow.runtime.limits import Limits
-from chatflow.runtime.registry import RegistryState
+from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState, workspace_of
 from chatflow.runtime.registry.openapi import OpenApiError, parse_openapi
 from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.views import (
@@ -40,25 +40,29 @@ from .models import (
     ServerPatch,
 )
 from .registry import Registry
+from .scope import SHELL, Scope
 from .tools import check_version, graph, new_id
 
 
-def get_server(state: RegistryState, server_id: str) -> Record:
-    server = state.servers.get(server_id)
+def get_server(state: RegistryState, server_id: str,
+               workspace: str = DEFAULT_WORKSPACE) -> Record:
+    server = state.server_in(server_id, workspace)
     if server is None:
         raise NotFound(f"no integration server {server_id!r}")
     return server
 
 
-def get_endpoint(state: RegistryState, server_id: str, endpoint_id: str) -> Record:
-    endpoint = get_server(state, server_id)["endpoints"].get(endpoint_id)
+def get_endpoint(state: RegistryState, server_id: str, endpoint_id: str,
+                 workspace: str = DEFAULT_WORKSPACE) -> Record:
+    endpoint = get_server(state, server_id, workspace)["endpoints"].get(endpoint_id)
     if endpoint is None:
         raise NotFound(f"no endpoint {endpoint_id!r} on integration server {server_id!r}")
     return dict(endpoint)
 
 
-def _used(state: RegistryState, server_id: str, endpoint_id: str | None, what: str) -> None:
-    users = state.tools_using_server(server_id, endpoint_id)
+def _used(state: RegistryState, server_id: str, endpoint_id: str | None, what: str,
+          workspace: str) -> None:
+    users = state.tools_using_server(server_id, endpoint_id, workspace)
     if users:
         names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
         raise Conflict(f"{what} is used by tools: {names}", code="in_use",
@@ -96,42 +100,45 @@ class ServerOps:
 
     # -- servers ------------------------------------------------------------------
 
-    async def list_all(self) -> list[Record]:
+    async def list_all(self, *, scope: Scope = SHELL) -> list[Record]:
         await self.registry.catch_up()
         views = await self.registry.client.hgetall(self.registry.keys.registry_view("servers"))
         out = []
         for raw in views.values():
             view = json.loads(raw)
-            users = self.state.tools_using_server(view["id"])
+            if workspace_of(view) != scope.workspace:
+                continue
+            users = self.state.tools_using_server(view["id"], None, scope.workspace)
             view["usedBy"] = [{"toolId": t["id"], "name": t.get("name", "")} for t in users]
             view["metrics"] = {"endpoints": len(view.get("endpoints", [])), "usedBy": len(users)}
             out.append(view)
         return sorted(out, key=lambda v: (v.get("createdAt") or "", v["id"]))
 
-    async def view(self, server_id: str) -> Record:
+    async def view(self, server_id: str, *, scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
-        server = get_server(self.state, server_id)
-        return server_view(server, self.state.tools_using_server(server_id))
+        server = get_server(self.state, server_id, scope.workspace)
+        return server_view(server, self.state.tools_using_server(server_id, None,
+                                                                 scope.workspace))
 
-    async def create(self, body: ServerCreate) -> Record:
+    async def create(self, body: ServerCreate, *, scope: Scope = SHELL) -> Record:
         server_id = body.id or new_id("srv")
         headers = self._headers(body.headers)
 
         def build(state: RegistryState) -> Append:
-            if server_id in state.servers:
-                raise Conflict(f"an integration server with id {server_id!r} exists",
+            if server_id in state.servers:  # ids are global (integration:server:{id})
+                raise Conflict(f"the integration server id {server_id!r} is taken",
                                code="server_exists")
             record = {"id": server_id, "name": body.name, "baseUrl": body.baseUrl,
                       "description": body.description, "headers": headers}
             return Append({"type": "server.created", "server": record},
                           {f"server:{server_id}": "0"}, {f"server:{server_id}": "1"})
 
-        await self.registry.commit(build)
-        return await self.view(server_id)
+        await self.registry.commit(build, scope)
+        return await self.view(server_id, scope=scope)
 
-    async def update(self, server_id: str, body: ServerPatch) -> Record:
+    async def update(self, server_id: str, body: ServerPatch, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            server = get_server(state, server_id)
+            server = get_server(state, server_id, scope.workspace)
             check_version(server, body.version, f"integration server {server_id!r}")
             changes = body.model_dump(mode="json", exclude_unset=True,
                                       exclude={"version", "headers"})
@@ -141,26 +148,26 @@ class ServerOps:
             return Append({"type": "server.updated", "id": server_id, "changes": changes},
                           expect, sets)
 
-        await self.registry.commit(build)
-        return await self.view(server_id)
+        await self.registry.commit(build, scope)
+        return await self.view(server_id, scope=scope)
 
-    async def delete(self, server_id: str) -> Record:
+    async def delete(self, server_id: str, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            server = get_server(state, server_id)
-            _used(state, server_id, None, f"integration server {server_id!r}")
+            server = get_server(state, server_id, scope.workspace)
+            _used(state, server_id, None, f"integration server {server_id!r}", scope.workspace)
             expect, sets = graph(state)
             expect[f"server:{server_id}"] = str(server["version"])
             sets[f"server:{server_id}"] = ""
             return Append({"type": "server.deleted", "id": server_id}, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return {"id": server_id, "deleted": True}
 
     # -- endpoints ----------------------------------------------------------------
 
-    async def endpoints(self, server_id: str) -> list[Record]:
+    async def endpoints(self, server_id: str, *, scope: Scope = SHELL) -> list[Record]:
         await self.registry.catch_up()
-        server = get_server(self.state, server_id)
+        server = get_server(self.state, server_id, scope.workspace)
         return [endpoint_view(e) for e in server["endpoints"].values()]
 
     def _endpoint_record(self, endpoint_id: str, body: EndpointCreate) -> Record:
@@ -169,12 +176,13 @@ class ServerOps:
         record["headers"] = self._headers(body.headers)
         return record
 
-    async def add_endpoint(self, server_id: str, body: EndpointCreate) -> Record:
+    async def add_endpoint(self, server_id: str, body: EndpointCreate, *,
+                           scope: Scope = SHELL) -> Record:
         endpoint_id = body.id or new_id("ep")
         record = self._endpoint_record(endpoint_id, body)
 
         def build(state: RegistryState) -> Append:
-            server = get_server(state, server_id)
+            server = get_server(state, server_id, scope.workspace)
             if endpoint_id in server["endpoints"]:
                 raise Conflict(f"endpoint {endpoint_id!r} exists on server {server_id!r}",
                                code="endpoint_exists")
@@ -182,14 +190,14 @@ class ServerOps:
             return Append({"type": "endpoint.created", "serverId": server_id,
                            "endpoint": record}, expect, sets)
 
-        await self.registry.commit(build)
-        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id))
+        await self.registry.commit(build, scope)
+        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id, scope.workspace))
 
     async def update_endpoint(self, server_id: str, endpoint_id: str,
-                              body: EndpointPatch) -> Record:
+                              body: EndpointPatch, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            server = get_server(state, server_id)
-            endpoint = get_endpoint(state, server_id, endpoint_id)
+            server = get_server(state, server_id, scope.workspace)
+            endpoint = get_endpoint(state, server_id, endpoint_id, scope.workspace)
             check_version(server, body.version, f"integration server {server_id!r}")
             changes = body.model_dump(mode="json", by_alias=True, exclude_unset=True,
                                       exclude={"version", "headers"})
@@ -199,25 +207,27 @@ class ServerOps:
             return Append({"type": "endpoint.updated", "serverId": server_id, "id": endpoint_id,
                            "changes": changes}, expect, sets)
 
-        await self.registry.commit(build)
-        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id))
+        await self.registry.commit(build, scope)
+        return endpoint_view(get_endpoint(self.state, server_id, endpoint_id, scope.workspace))
 
-    async def delete_endpoint(self, server_id: str, endpoint_id: str) -> Record:
+    async def delete_endpoint(self, server_id: str, endpoint_id: str, *,
+                              scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            server = get_server(state, server_id)
-            get_endpoint(state, server_id, endpoint_id)
-            _used(state, server_id, endpoint_id, f"endpoint {endpoint_id!r}")
+            server = get_server(state, server_id, scope.workspace)
+            get_endpoint(state, server_id, endpoint_id, scope.workspace)
+            _used(state, server_id, endpoint_id, f"endpoint {endpoint_id!r}", scope.workspace)
             expect, sets = graph(state)
             e2, s2 = _server_versions(server)
             return Append({"type": "endpoint.deleted", "serverId": server_id, "id": endpoint_id},
                           {**expect, **e2}, {**sets, **s2})
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return {"id": endpoint_id, "serverId": server_id, "deleted": True}
 
-    async def import_openapi(self, server_id: str, text: str) -> list[Record]:
+    async def import_openapi(self, server_id: str, text: str, *,
+                             scope: Scope = SHELL) -> list[Record]:
         await self.registry.catch_up()
-        get_server(self.state, server_id)
+        get_server(self.state, server_id, scope.workspace)
         try:
             drafts = parse_openapi(text)
         except OpenApiError as exc:
@@ -230,24 +240,28 @@ class ServerOps:
                    for d in drafts]
 
         def build(state: RegistryState) -> Append:
-            expect, sets = _server_versions(get_server(state, server_id))
+            expect, sets = _server_versions(get_server(state, server_id, scope.workspace))
             return Append({"type": "endpoints.imported", "serverId": server_id,
                            "endpoints": records}, expect, sets)
 
-        await self.registry.commit(build)
-        return [endpoint_view(get_endpoint(self.state, server_id, r["id"])) for r in records]
+        await self.registry.commit(build, scope)
+        return [endpoint_view(get_endpoint(self.state, server_id, r["id"], scope.workspace))
+                for r in records]
 
     # -- test calls against the real API -----------------------------------------
 
-    async def test(self, server_id: str, endpoint_id: str, body: EndpointTest) -> Record:
+    async def test(self, server_id: str, endpoint_id: str, body: EndpointTest, *,
+                   scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
-        get_endpoint(self.state, server_id, endpoint_id)
-        config = server_cache(get_server(self.state, server_id), self.registry.box.decrypt)
+        get_endpoint(self.state, server_id, endpoint_id, scope.workspace)
+        config = server_cache(get_server(self.state, server_id, scope.workspace),
+                              self.registry.box.decrypt)
         return await self._call(config, server_id, endpoint_id, body)
 
-    async def test_adhoc(self, server_id: str, body: AdhocEndpointTest) -> Record:
+    async def test_adhoc(self, server_id: str, body: AdhocEndpointTest, *,
+                         scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
-        server = dict(get_server(self.state, server_id))
+        server = dict(get_server(self.state, server_id, scope.workspace))
         record = self._endpoint_record("adhoc", EndpointCreate(**body.endpoint.model_dump()))
         server["endpoints"] = {"adhoc": record}
         config = server_cache(server, self.registry.box.decrypt)
@@ -270,57 +284,58 @@ class CredentialOps:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
-    async def list_all(self) -> list[Record]:
+    async def list_all(self, *, scope: Scope = SHELL) -> list[Record]:
         await self.registry.catch_up()
-        return [credential_view(c) for c in self.registry.state.credentials.values()]
+        return [credential_view(c) for c in self.registry.state.credentials.values()
+                if workspace_of(c) == scope.workspace]
 
-    async def view(self, cred_id: str) -> Record:
+    async def view(self, cred_id: str, *, scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
-        return credential_view(self._get(self.registry.state, cred_id))
+        return credential_view(self._get(self.registry.state, cred_id, scope.workspace))
 
     @staticmethod
-    def _get(state: RegistryState, cred_id: str) -> Record:
-        cred = state.credentials.get(cred_id)
+    def _get(state: RegistryState, cred_id: str, workspace: str) -> Record:
+        cred = state.credential_in(cred_id, workspace)
         if cred is None:
             raise NotFound(f"no LLM credential {cred_id!r}")
         return cred
 
-    async def create(self, body: CredentialCreate) -> Record:
+    async def create(self, body: CredentialCreate, *, scope: Scope = SHELL) -> Record:
         cred_id = body.id or new_id("cred")
         record = {"id": cred_id, "name": body.name, "provider": body.provider,
                   "baseUrl": body.baseUrl, "apiKey": self.registry.box.encrypt(body.apiKey)}
 
         def build(state: RegistryState) -> Append:
-            if cred_id in state.credentials:
-                raise Conflict(f"an LLM credential with id {cred_id!r} exists",
+            if cred_id in state.credentials:  # ids are global (llm:credential:{id})
+                raise Conflict(f"the LLM credential id {cred_id!r} is taken",
                                code="credential_exists")
             return Append({"type": "credential.created", "credential": record},
                           {f"credential:{cred_id}": "0"}, {f"credential:{cred_id}": "1"})
 
-        await self.registry.commit(build)
-        return await self.view(cred_id)
+        await self.registry.commit(build, scope)
+        return await self.view(cred_id, scope=scope)
 
-    async def update(self, cred_id: str, body: CredentialPatch) -> Record:
+    async def update(self, cred_id: str, body: CredentialPatch, *, scope: Scope = SHELL) -> Record:
         changes: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True,
                                                   exclude={"version", "apiKey"})
         if body.apiKey is not None:
             changes["apiKey"] = self.registry.box.encrypt(body.apiKey)
 
         def build(state: RegistryState) -> Append:
-            cred = self._get(state, cred_id)
+            cred = self._get(state, cred_id, scope.workspace)
             check_version(cred, body.version, f"LLM credential {cred_id!r}")
             name = f"credential:{cred_id}"
             return Append({"type": "credential.updated", "id": cred_id, "changes": changes},
                           {name: str(cred["version"])}, {name: str(cred["version"] + 1)})
 
-        await self.registry.commit(build)
-        return await self.view(cred_id)
+        await self.registry.commit(build, scope)
+        return await self.view(cred_id, scope=scope)
 
-    async def delete(self, cred_id: str) -> Record:
+    async def delete(self, cred_id: str, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            cred = self._get(state, cred_id)
+            cred = self._get(state, cred_id, scope.workspace)
             users = [t for t in state.tools.values() if not t.get("deletedAt")
-                     and _calls_ai(t, cred_id)]
+                     and workspace_of(t) == scope.workspace and _calls_ai(t, cred_id)]
             if users:
                 names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
                 raise Conflict(f"LLM credential {cred_id!r} is used by published tools: {names}",
@@ -330,7 +345,7 @@ class CredentialOps:
             sets[f"credential:{cred_id}"] = ""
             return Append({"type": "credential.deleted", "id": cred_id}, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return {"id": cred_id, "deleted": True}
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from chatflow.runtime.registry import RegistryState
-from chatflow.runtime.registry.state import Record
+from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState
+from chatflow.runtime.registry.state import Record, native_key
 from chatflow.runtime.registry.validation import check_publish
 from chatflow.runtime.registry.views import agent_cache, tool_view
 
@@ -19,6 +19,7 @@ from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .models import ToolCreate, ToolPatch
 from .registry import Registry
+from .scope import SHELL, Scope
 
 
 def new_id(prefix: str) -> str:
@@ -38,8 +39,9 @@ def graph(state: RegistryState) -> tuple[dict[str, str], dict[str, str]]:
     return {"graph": str(state.graph)}, {"graph": str(state.graph + 1)}
 
 
-def get_tool(state: RegistryState, tool_id: str, *, trashed_ok: bool = False) -> Record:
-    tool = state.tools.get(tool_id)
+def get_tool(state: RegistryState, tool_id: str, *, trashed_ok: bool = False,
+             workspace: str = DEFAULT_WORKSPACE) -> Record:
+    tool = state.tool_in(tool_id, workspace)
     if tool is None:
         raise NotFound(f"no tool {tool_id!r}")
     if tool.get("deletedAt") and not trashed_ok:
@@ -77,11 +79,13 @@ class ToolOps:
     def state(self) -> RegistryState:
         return self.registry.state
 
-    async def view(self, tool_id: str, *, trashed_ok: bool = False) -> Record:
+    async def view(self, tool_id: str, *, trashed_ok: bool = False,
+                   scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
-        return tool_view(get_tool(self.state, tool_id, trashed_ok=trashed_ok))
+        return tool_view(get_tool(self.state, tool_id, trashed_ok=trashed_ok,
+                                  workspace=scope.workspace))
 
-    async def create(self, body: ToolCreate) -> Record:
+    async def create(self, body: ToolCreate, *, scope: Scope = SHELL) -> Record:
         tool_id = body.id or new_id("t")
         if body.kind == "native":
             if not body.nativeName:
@@ -92,16 +96,17 @@ class ToolOps:
             raise Invalid("nativeName: only native tools have one")
 
         def build(state: RegistryState) -> Append:
-            if tool_id in state.tools:
-                raise Conflict(f"a tool with id {tool_id!r} exists", code="tool_exists")
+            if tool_id in state.tools:  # ids are global: the runtime's keys carry no workspace
+                raise Conflict(f"the tool id {tool_id!r} is taken", code="tool_exists")
             expect, sets = {f"tool:{tool_id}": "0"}, {f"tool:{tool_id}": "1"}
             if body.nativeName:
-                owner = state.native_names.get(body.nativeName)
+                native = native_key(scope.workspace, body.nativeName)
+                owner = state.native_names.get(native)
                 if owner:
                     raise Conflict(f"nativeName {body.nativeName!r} is taken by tool {owner!r}",
                                    code="native_name_taken")
-                expect[f"native:{body.nativeName}"] = "0"
-                sets[f"native:{body.nativeName}"] = tool_id
+                expect[f"native:{native}"] = "0"
+                sets[f"native:{native}"] = tool_id
             record = {"id": tool_id, "name": body.name, "description": body.description,
                       "kind": body.kind, "nativeName": body.nativeName,
                       "definition": body.definition if body.kind == "custom" else None}
@@ -109,27 +114,27 @@ class ToolOps:
                 record["definition"] = {"blocks": {}, "onboardingBlockId": None}
             return Append({"type": "tool.created", "tool": record}, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return tool_view(self.state.tools[tool_id])
 
-    async def save(self, tool_id: str, body: ToolPatch) -> Record:
+    async def save(self, tool_id: str, body: ToolPatch, *, scope: Scope = SHELL) -> Record:
         changes = body.model_dump(mode="json", exclude_unset=True, exclude={"version"})
         if "name" in changes and changes["name"] is None:
             raise Invalid("name: cannot be null")
 
         def build(state: RegistryState) -> Append:
-            tool = get_tool(state, tool_id)
+            tool = get_tool(state, tool_id, workspace=scope.workspace)
             check_version(tool, body.version, f"tool {tool_id!r}")
             if tool.get("kind") == "native" and changes.get("definition") is not None:
                 raise Invalid("definition: a native tool has no definition")
             return Append({"type": "tool.saved", "id": tool_id, "changes": changes},
                           {f"tool:{tool_id}": str(tool["version"])}, bump(state, tool_id))
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return tool_view(self.state.tools[tool_id])
 
     async def publish(self, tool_id: str, version: int | None = None, *,
-                      published_id: str | None = None) -> Record:
+                      published_id: str | None = None, scope: Scope = SHELL) -> Record:
         """Publish the draft. A tool keeps one publishedToolId across re-publishes.
 
         ``published_id`` chooses the publishedToolId of the first publish. Only trusted
@@ -141,7 +146,7 @@ class ToolOps:
         tool is already published under, is a Conflict.
         """
         def build(state: RegistryState) -> Append:
-            tool = state.tools.get(tool_id)
+            tool = state.tool_in(tool_id, scope.workspace)
             if tool is None:
                 raise NotFound(f"no tool {tool_id!r}")
             if tool.get("deletedAt"):
@@ -160,18 +165,18 @@ class ToolOps:
                      "name": tool["name"], "definition": tool["definition"]}
             return Append(event, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return tool_view(self.state.tools[tool_id])
 
-    async def trash(self, tool_id: str) -> Record:
-        return await self._toggle(tool_id, "tool.trashed")
+    async def trash(self, tool_id: str, *, scope: Scope = SHELL) -> Record:
+        return await self._toggle(tool_id, "tool.trashed", scope)
 
-    async def restore(self, tool_id: str) -> Record:
-        return await self._toggle(tool_id, "tool.restored")
+    async def restore(self, tool_id: str, *, scope: Scope = SHELL) -> Record:
+        return await self._toggle(tool_id, "tool.restored", scope)
 
-    async def _toggle(self, tool_id: str, kind: str) -> Record:
+    async def _toggle(self, tool_id: str, kind: str, scope: Scope) -> Record:
         def build(state: RegistryState) -> Append:
-            tool = get_tool(state, tool_id, trashed_ok=True)
+            tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
             trashed = bool(tool.get("deletedAt"))
             if kind == "tool.trashed" and trashed:
                 raise Conflict(f"tool {tool_id!r} is already in the trash", code="in_trash")
@@ -182,13 +187,13 @@ class ToolOps:
             sets.update(bump(state, tool_id))
             return Append({"type": kind, "id": tool_id}, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return tool_view(self.state.tools[tool_id])
 
-    async def purge(self, tool_id: str) -> Record:
+    async def purge(self, tool_id: str, *, scope: Scope = SHELL) -> Record:
         """Delete for good: only from the trash (400), never while a caller is live (409)."""
         def build(state: RegistryState) -> Append:
-            tool = get_tool(state, tool_id, trashed_ok=True)
+            tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
             if not tool.get("deletedAt"):
                 raise Invalid(f"tool {tool_id!r} is not in the trash: DELETE /tools/{tool_id} "
                               "first", code="not_in_trash")
@@ -202,19 +207,22 @@ class ToolOps:
             expect[f"tool:{tool_id}"] = str(tool["version"])
             sets[f"tool:{tool_id}"] = ""
             if tool.get("nativeName"):
-                sets[f"native:{tool['nativeName']}"] = ""
+                sets[f"native:{native_key(scope.workspace, tool['nativeName'])}"] = ""
             for agent in state.agents_of(tool_id):
                 sets[f"agent:{agent}"] = str(state.agent_versions.get(agent, 0) + 1)
             return Append({"type": "tool.purged", "id": tool_id}, expect, sets)
 
-        await self.registry.commit(build)
+        await self.registry.commit(build, scope)
         return {"id": tool_id, "deleted": True}
 
     # -- AI agents (AiAgentTool) ------------------------------------------------
 
-    async def link(self, agent_id: str, tool_id: str, linked: bool = True) -> Record:
+    async def link(self, agent_id: str, tool_id: str, linked: bool = True, *,
+                   scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
-            tool = get_tool(state, tool_id, trashed_ok=not linked)
+            if not state.agent_visible(agent_id, scope.workspace):
+                raise NotFound(f"no agent {agent_id!r}")
+            tool = get_tool(state, tool_id, trashed_ok=not linked, workspace=scope.workspace)
             present = tool_id in state.agents.get(agent_id, [])
             if not linked and not present:
                 raise NotFound(f"tool {tool_id!r} is not linked to agent {agent_id!r}")
@@ -228,9 +236,12 @@ class ToolOps:
                            f"tool:{tool_id}": str(tool["version"])},
                           {f"agent:{agent_id}": str(version + 1)})
 
-        await self.registry.commit(build)
-        return await self.agent(agent_id)
+        await self.registry.commit(build, scope)
+        return await self.agent(agent_id, scope=scope)
 
-    async def agent(self, agent_id: str) -> dict[str, Any]:
+    async def agent(self, agent_id: str, *, scope: Scope = SHELL) -> dict[str, Any]:
+        """The agent's cached tools; another workspace's agent reads as one never linked."""
         await self.registry.catch_up()
+        if not self.state.agent_visible(agent_id, scope.workspace):
+            return {"id": agent_id, "tools": []}
         return agent_cache(self.state, agent_id) or {"id": agent_id, "tools": []}

@@ -4,6 +4,6 @@ Nothing here touches Redis or the network. ``handlers.registry`` appends events
 to the registry log and writes the projections computed here.
 """
 
-from .state import Ref, RegistryState
+from .state import DEFAULT_WORKSPACE, Ref, RegistryState, workspace_of
 
-__all__ = ["Ref", "RegistryState"]
+__all__ = ["DEFAULT_WORKSPACE", "Ref", "RegistryState", "workspace_of"]

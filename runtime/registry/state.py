@@ -5,6 +5,11 @@ changes the state and names what it touched (:data:`Ref`), so the projector
 rewrites only those projections. Unknown event types are ignored, so an older
 process can replay a newer log.
 
+Workspaces: every record carries the ``workspace`` of the event that created it
+(an endpoint belongs to its server's, an agent to the workspace of its first link).
+Events written before workspaces existed carry none and fold into
+:data:`DEFAULT_WORKSPACE`, which is how an upgraded log migrates: nothing is rewritten.
+
 Versions: every event that touches an entity bumps its ``version`` by one
 (and :data:`GRAPH_EVENTS` bump ``graph``);
 the log's append script keeps the same counters (``handlers.registry.log``),
@@ -22,6 +27,19 @@ from typing import Any
 Record = dict[str, Any]
 # ("tool", toolId) · ("pt", publishedToolId) · ("server", id) · ("credential", id) · ("agent", id)
 Ref = tuple[str, str]
+DEFAULT_WORKSPACE = "default"
+
+
+def workspace_of(item: Record | None) -> str:
+    """The workspace of a record or an event; absent (logs before workspaces): ``default``."""
+    found = (item or {}).get("workspace")
+    return found if isinstance(found, str) and found else DEFAULT_WORKSPACE
+
+
+def native_key(workspace: str, native_name: str) -> str:
+    """Where a nativeName is reserved: unique per workspace (``default`` keeps the bare name,
+    so the version fields a log wrote before workspaces still guard it)."""
+    return native_name if workspace == DEFAULT_WORKSPACE else f"{workspace}/{native_name}"
 
 
 def iso(ms: int) -> str:
@@ -36,13 +54,31 @@ class RegistryState:
     agents: dict[str, list[str]] = field(default_factory=dict)
     agent_versions: dict[str, int] = field(default_factory=dict)
     published: dict[str, str] = field(default_factory=dict)  # publishedToolId -> toolId
-    native_names: dict[str, str] = field(default_factory=dict)  # nativeName -> toolId
+    native_names: dict[str, str] = field(default_factory=dict)  # native_key -> toolId
+    agent_workspaces: dict[str, str] = field(default_factory=dict)  # agentId -> workspace
     # Bumped by every event that changes what a publish may reference (publish, trash,
     # restore, purge, deleting a server, endpoint or credential): publishes and those
     # events check it, so a publish never races the removal of what it calls.
     graph: int = 0
 
     # -- reading ------------------------------------------------------------------
+
+    def tool_in(self, tool_id: str, workspace: str) -> Record | None:
+        """The tool if it belongs to ``workspace``; another workspace's is as absent."""
+        tool = self.tools.get(tool_id)
+        return tool if tool is not None and workspace_of(tool) == workspace else None
+
+    def server_in(self, server_id: str, workspace: str) -> Record | None:
+        server = self.servers.get(server_id)
+        return server if server is not None and workspace_of(server) == workspace else None
+
+    def credential_in(self, cred_id: str, workspace: str) -> Record | None:
+        cred = self.credentials.get(cred_id)
+        return cred if cred is not None and workspace_of(cred) == workspace else None
+
+    def agent_visible(self, agent_id: str, workspace: str) -> bool:
+        """An agent nobody linked yet is free; a linked one belongs to its first linker."""
+        return self.agent_workspaces.get(agent_id, workspace) == workspace
 
     def agents_of(self, tool_id: str) -> list[str]:
         return sorted(a for a, tools in self.agents.items() if tool_id in tools)
@@ -64,11 +100,13 @@ class RegistryState:
                     break
         return out
 
-    def tools_using_server(self, server_id: str, endpoint_id: str | None = None) -> list[Record]:
-        """Tools (not in the trash) whose draft or published definition calls the server."""
+    def tools_using_server(self, server_id: str, endpoint_id: str | None = None,
+                           workspace: str | None = None) -> list[Record]:
+        """Tools (not in the trash) whose draft or published definition calls the server;
+        only ``workspace``'s when given (a draft elsewhere may name any id)."""
         out = []
         for tool in self.tools.values():
-            if tool.get("deletedAt"):
+            if tool.get("deletedAt") or (workspace and workspace_of(tool) != workspace):
                 continue
             published = tool.get("publishedTool") or {}
             definitions = [tool.get("definition"), published.get("definition")]
@@ -119,11 +157,12 @@ def _tool_refs(state: RegistryState, tool: Record) -> set[Ref]:
 
 def _tool_created(s: RegistryState, e: Record) -> set[Ref]:
     tool = copy.deepcopy(e["tool"])
+    tool["workspace"] = workspace_of(e)
     tool.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]), deletedAt=None,
                 publishedTool=None)
     s.tools[tool["id"]] = tool
     if tool.get("nativeName"):
-        s.native_names[tool["nativeName"]] = tool["id"]
+        s.native_names[native_key(tool["workspace"], tool["nativeName"])] = tool["id"]
     return {("tool", tool["id"])}
 
 
@@ -177,7 +216,7 @@ def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
     if pt:
         s.published.pop(pt, None)
     if tool.get("nativeName"):
-        s.native_names.pop(tool["nativeName"], None)
+        s.native_names.pop(native_key(workspace_of(tool), tool["nativeName"]), None)
     for agent, tools in s.agents.items():
         if e["id"] in tools:
             tools.remove(e["id"])
@@ -193,6 +232,7 @@ def _created(kind: str) -> Callable[[RegistryState, Record], set[Ref]]:
     """``{kind}.created``: the record as sent, versioned and stamped."""
     def apply(s: RegistryState, e: Record) -> set[Ref]:
         item = copy.deepcopy(e[kind if kind == "server" else "credential"])
+        item["workspace"] = workspace_of(e)
         if kind == "server":
             item.setdefault("endpoints", {})
         item.update(version=1, createdAt=iso(e["at"]), updatedAt=iso(e["at"]))
@@ -251,6 +291,7 @@ def _endpoint_deleted(s: RegistryState, e: Record) -> set[Ref]:
 
 
 def _agent_linked(s: RegistryState, e: Record) -> set[Ref]:
+    s.agent_workspaces.setdefault(e["agentId"], workspace_of(e))
     tools = s.agents.setdefault(e["agentId"], [])
     if e["toolId"] not in tools:
         tools.append(e["toolId"])

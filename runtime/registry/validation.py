@@ -2,7 +2,9 @@
 
 The definition's own shape and targets come from :mod:`runtime.validation`;
 this adds: callTool targets exist, are published and not in the trash; no cycle
-of tools however long; callAI credentials and callEndpoint servers exist.
+of tools however long; callAI credentials and callEndpoint servers exist. Every
+reference must name an object of the tool's own workspace: another workspace's
+object is reported exactly as a missing one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import CallAIBlock, CallEndpointBlock, CallToolBlock, ToolDefinition
 
-from .state import Record, RegistryState
+from .state import DEFAULT_WORKSPACE, Record, RegistryState, workspace_of
 
 
 def check_publish(state: RegistryState, tool_id: str) -> list[str]:
@@ -22,31 +24,34 @@ def check_publish(state: RegistryState, tool_id: str) -> list[str]:
         return ["kind: a native tool is never publishable"]
     if tool.get("definition") is None:
         return ["definition: the tool has no definition yet (save a draft first)"]
-    return check_draft(state, tool_id, tool["definition"])
+    return check_draft(state, tool_id, tool["definition"], workspace_of(tool))
 
 
-def check_draft(state: RegistryState, tool_id: str, raw: Any) -> list[str]:
+def check_draft(state: RegistryState, tool_id: str, raw: Any,
+                workspace: str = DEFAULT_WORKSPACE) -> list[str]:
     """Problems that would stop ``raw`` from being published as ``tool_id``'s definition,
     before it is saved (the tool may not exist yet)."""
     definition, problems = parse_definition(raw)
     problems = [f"definition.{p}" for p in problems]
     if definition is None:
         return problems
-    problems += check_references(state, definition)
+    problems += check_references(state, definition, workspace)
     problems += check_cycles(state, tool_id, definition)
     return problems
 
 
-def check_references(state: RegistryState, definition: ToolDefinition) -> list[str]:
+def check_references(state: RegistryState, definition: ToolDefinition,
+                     workspace: str = DEFAULT_WORKSPACE) -> list[str]:
     problems: list[str] = []
     for key, block in definition.blocks.items():
         path = f"definition.blocks.{key}"
         if isinstance(block, CallToolBlock):
-            problems += _check_call_tool(state, path, block)
-        elif isinstance(block, CallAIBlock) and block.llmCredentialId not in state.credentials:
+            problems += _check_call_tool(state, path, block, workspace)
+        elif (isinstance(block, CallAIBlock)
+              and state.credential_in(block.llmCredentialId, workspace) is None):
             problems.append(f"{path}.llmCredentialId: no LLM credential {block.llmCredentialId!r}")
         elif isinstance(block, CallEndpointBlock):
-            server = state.servers.get(block.serverId)
+            server = state.server_in(block.serverId, workspace)
             if server is None:
                 problems.append(f"{path}.serverId: no integration server {block.serverId!r}")
             elif block.endpointId not in server["endpoints"]:
@@ -55,11 +60,12 @@ def check_references(state: RegistryState, definition: ToolDefinition) -> list[s
     return problems
 
 
-def _check_call_tool(state: RegistryState, path: str, block: CallToolBlock) -> list[str]:
+def _check_call_tool(state: RegistryState, path: str, block: CallToolBlock,
+                     workspace: str) -> list[str]:
     target_id = state.published.get(block.publishedToolId)
-    target = state.tools.get(target_id) if target_id else None
+    target = state.tool_in(target_id, workspace) if target_id else None
     if target is None:
-        if block.toolId in state.tools:
+        if state.tool_in(block.toolId, workspace) is not None:
             return [f"{path}.publishedToolId: tool {block.toolId!r} is not published as "
                     f"{block.publishedToolId!r}"]
         return [f"{path}.publishedToolId: no published tool {block.publishedToolId!r}"]
@@ -71,6 +77,41 @@ def _check_call_tool(state: RegistryState, path: str, block: CallToolBlock) -> l
         problems.append(f"{path}.toolId: {block.toolId!r}, but {block.publishedToolId!r} "
                         f"belongs to tool {target['id']!r}")
     return problems
+
+
+def foreign_references(state: RegistryState, raw: Any, workspace: str) -> list[str]:
+    """callTool, callEndpoint and callAI blocks of a raw definition that name an object of
+    another workspace, worded as a missing one (a test run refuses them before it starts)."""
+    blocks = raw.get("blocks") if isinstance(raw, dict) else None
+    if not isinstance(blocks, dict):
+        return []
+    problems: list[str] = []
+    for key, block in blocks.items():
+        if isinstance(block, dict):
+            problems += _foreign_block(state, f"definition.blocks.{key}", block, workspace)
+    return problems
+
+
+def _foreign_block(state: RegistryState, path: str, block: Record, workspace: str) -> list[str]:
+    kind = block.get("type")
+    pt, tool_id = block.get("publishedToolId"), block.get("toolId")
+    server_id, cred_id = block.get("serverId"), block.get("llmCredentialId")
+    if kind == "callTool" and isinstance(pt, str):
+        if _foreign(state.tools.get(state.published.get(pt, "")), workspace):
+            return [f"{path}.publishedToolId: no published tool {pt!r}"]
+        if isinstance(tool_id, str) and _foreign(state.tools.get(tool_id), workspace):
+            return [f"{path}.toolId: no tool {tool_id!r}"]
+    if (kind == "callEndpoint" and isinstance(server_id, str)
+            and _foreign(state.servers.get(server_id), workspace)):
+        return [f"{path}.serverId: no integration server {server_id!r}"]
+    if (kind == "callAI" and isinstance(cred_id, str)
+            and _foreign(state.credentials.get(cred_id), workspace)):
+        return [f"{path}.llmCredentialId: no LLM credential {cred_id!r}"]
+    return []
+
+
+def _foreign(item: Record | None, workspace: str) -> bool:
+    return item is not None and workspace_of(item) != workspace
 
 
 def call_targets(definition: Any) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .state import Record, RegistryState
+from .state import Record, RegistryState, workspace_of
 
 MASK = "••••••••"
 Decrypt = Callable[[str], str]
@@ -33,7 +33,8 @@ def tool_view(tool: Record) -> Record:
     definition = tool.get("definition") or {}
     published = tool.get("publishedTool")
     return {
-        "id": tool["id"], "name": tool.get("name", ""), "description": tool.get("description"),
+        "id": tool["id"], "workspace": workspace_of(tool),
+        "name": tool.get("name", ""), "description": tool.get("description"),
         "kind": tool.get("kind", "custom"), "nativeName": tool.get("nativeName"),
         "definition": tool.get("definition"), "version": tool["version"],
         "status": tool_status(tool),

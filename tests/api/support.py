@@ -3,6 +3,9 @@ API that integration endpoints call, which records every request it gets.
 
 uvicorn serves a socket bound before it starts, so a client can connect at once:
 the kernel queues the connection until uvicorn accepts it (no sleeps, no polling).
+
+``api.http`` carries an admin key of workspace ``default`` (every ``/api`` route needs
+one); ``api.as_key(token)`` is a client with another key, ``api.anonymous()`` one with none.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chatflow.handlers.api import create_app
+from chatflow.handlers.apikeys import create_api_key
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import Client, make_client
 from chatflow.handlers.settings import Settings
@@ -75,6 +79,23 @@ class Api:
     settings: Settings
     client: Client
     keys: Keys
+    key_id: str = ""
+    token: str = ""
+
+    def as_key(self, token: str | None) -> httpx.AsyncClient:
+        """A client of the same API with ``token`` (None: no Authorization header)."""
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        return httpx.AsyncClient(base_url=self.http.base_url, timeout=30, headers=headers)
+
+    def anonymous(self) -> httpx.AsyncClient:
+        return self.as_key(None)
+
+    async def new_key(self, workspace: str = "default", role: str = "admin",
+                      **kw: Any) -> str:
+        """A fresh key's token (``chatflow.handlers.apikeys``, as the CLI makes them)."""
+        _key_id, token = await create_api_key(self.client, self.keys, workspace=workspace,
+                                              role=role, **kw)
+        return token
 
     async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
         response = await self.http.request(method, path, **kw)
@@ -102,13 +123,17 @@ def api_settings(redis_url: str, prefix: str, **overrides: Any) -> Settings:
 @asynccontextmanager
 async def running_api(settings: Settings) -> AsyncIterator[Api]:
     client = make_client(settings.redis_url or "")
+    keys = Keys(settings.prefix, settings.partitions)
+    key_id, token = await create_api_key(client, keys, workspace="default", role="admin",
+                                         name="tests")
+    auth = {"Authorization": f"Bearer {token}"}
     async with serve_asgi(create_app(settings)) as url:
         base = url + settings.api_base_path.rstrip("/")
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http, \
-                httpx.AsyncClient(base_url=url, timeout=30) as root:
+        async with httpx.AsyncClient(base_url=base, timeout=30, headers=auth) as http, \
+                httpx.AsyncClient(base_url=url, timeout=30, headers=auth) as root:
             # Answered only once the lifespan (registry start-up, rebuild) has finished.
             (await http.get("/openapi.json")).raise_for_status()
-            yield Api(http, root, settings, client, Keys(settings.prefix, settings.partitions))
+            yield Api(http, root, settings, client, keys, key_id, token)
     await client.aclose()
 
 
