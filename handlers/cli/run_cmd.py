@@ -115,6 +115,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return supervise(procs)
 
 
+def announce_admin_key(settings: Settings, url: str, data_dir: Path, port: int | None) -> None:
+    """On a loopback API: the admin key of ``default`` (made on first start), with a curl line."""
+    from .admin_key import ensure_admin_key, is_loopback
+
+    if not is_loopback(settings.api_host):
+        print("API not on loopback: no key made; create one with "
+              "`chatflow keys create --workspace default --role admin`", file=sys.stderr)
+        return
+    token, path, created = asyncio.run(ensure_admin_key(settings, url, data_dir))
+    base = (f"http://{settings.api_host}:{settings.api_port if port is None else port}"
+            f"{settings.api_base_path.rstrip('/')}")
+    print(f"{'new' if created else 'existing'} admin API key of workspace default "
+          f"(kept in {path}, mode 0600):\n{token}\n"
+          f"try: curl -H \"Authorization: Bearer $(cat {path})\" {base}/tools", file=sys.stderr)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     configure_logging()
     settings = _with_metrics_port(settings_from(args), args)
@@ -132,6 +148,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(f"published examples: {', '.join(names)}", file=sys.stderr)
         print(f"ready. try: REDIS_URL={url} chatflow exec --tool pt-greeting "
               f"--input name=Ana", file=sys.stderr)
+        if not args.no_api:
+            announce_admin_key(settings, url, Path(args.data_dir).resolve(), args.api_port)
         if args.no_api:
             asyncio.run(serve(settings, url))
         else:
