@@ -47,7 +47,10 @@ def entry(entry_id: str, event: dict[str, Any]) -> dict[str, Any]:
 async def audit_trail(log: RegistryLog, workspace: str, *, object_id: str | None = None,
                       since_ms: int | None = None, until_ms: int | None = None,
                       limit: int = 500) -> list[dict[str, Any]]:
-    """The workspace's changes, oldest first, between two times (stream ids are times)."""
+    """The workspace's changes, oldest first, whose time (``at``) lies between the bounds.
+
+    An entry's id is never earlier than its ``at`` (stamped just before the append), so the
+    read can start at ``since``; it reads on to the end, because ``until`` bounds ``at``."""
     after = f"{max(since_ms, 1) - 1}-{2**64 - 1}" if since_ms is not None else "0-0"
     out: list[dict[str, Any]] = []
     while len(out) < limit:
@@ -56,9 +59,9 @@ async def audit_trail(log: RegistryLog, workspace: str, *, object_id: str | None
             break
         for entry_id, event in batch:
             after = entry_id
-            if until_ms is not None and int(entry_id.split("-", 1)[0]) > until_ms:
-                return out
-            if workspace_of(event) != workspace:
+            at = int(event.get("at", 0))
+            if workspace_of(event) != workspace or (since_ms is not None and at < since_ms) \
+                    or (until_ms is not None and at > until_ms):
                 continue
             item = entry(entry_id, event)
             linked = (item["object"]["id"], item["object"].get("serverId"),
