@@ -1,11 +1,13 @@
-"""Schemathesis against the API's own OpenAPI document, served by uvicorn on loopback:
-no 5xx, no response carrying a secret, and the internal route refuses without its secret."""
+"""Schemathesis against the API's own OpenAPI document, served by uvicorn on loopback, with
+a valid admin key and with none: no 5xx, no response carrying a secret (nor the key), and
+the internal route refuses without its secret; without a key every /api answer is a 401."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 
@@ -18,7 +20,8 @@ LLM_KEY = "sk-llm-key-secret-0b8e42"
 MAX_EXAMPLES = 20
 
 
-def fuzz(openapi: dict[str, Any], root: str, secrets: list[str]) -> tuple[int, list[str]]:
+def fuzz(openapi: dict[str, Any], root: str, secrets: list[str],
+         headers: dict[str, str]) -> tuple[int, list[str]]:
     """Every operation, ``MAX_EXAMPLES`` cases each; returns (requests made, problems)."""
     schema = schemathesis.openapi.from_dict(openapi)
     problems: list[str] = []
@@ -32,17 +35,22 @@ def fuzz(openapi: dict[str, Any], root: str, secrets: list[str]) -> tuple[int, l
         def check(case: Any) -> None:
             nonlocal calls
             calls += 1
-            response = case.call(base_url=root, timeout=30)
+            response = case.call(base_url=root, timeout=30, headers=headers)
             where = f"{case.method} {case.formatted_path} -> {response.status_code}"
             if response.status_code >= 500:
                 problems.append(f"server error: {where}: {response.text[:200]}")
+            if not headers and case.formatted_path.startswith("/api/") \
+                    and response.status_code != 401:
+                problems.append(f"answered without a key: {where}")
             problems.extend(f"secret in response: {where}" for s in secrets if s in response.text)
 
         check()
     return calls, problems
 
 
-async def test_fuzzing_the_api_finds_no_server_error_and_no_leaked_secret(api: Api) -> None:
+@pytest.mark.parametrize("with_key", [True, False], ids=["admin-key", "no-key"])
+async def test_fuzzing_the_api_finds_no_server_error_and_no_leaked_secret(
+        api: Api, with_key: bool) -> None:
     await api.ok("POST", "/integration-servers", 201, json={"id": "srv",
         "name": "Shop", "baseUrl": "http://127.0.0.1:9",
         "headers": [{"name": "Authorization", "value": SERVER_SECRET, "secret": True}]})
@@ -50,8 +58,9 @@ async def test_fuzzing_the_api_finds_no_server_error_and_no_leaked_secret(api: A
         "name": "openai", "apiKey": LLM_KEY})
     openapi = (await api.http.get("/openapi.json")).json()
     root = str(api.root.base_url).rstrip("/")
-    calls, problems = await asyncio.to_thread(fuzz, openapi, root,
-                                              [SERVER_SECRET, LLM_KEY, INTERNAL_SECRET])
+    headers = {"Authorization": f"Bearer {api.token}"} if with_key else {}
+    secrets = [SERVER_SECRET, LLM_KEY, INTERNAL_SECRET, api.token.split("_", 2)[2]]
+    calls, problems = await asyncio.to_thread(fuzz, openapi, root, secrets, headers)
     assert calls > 100
     assert problems == []
 
