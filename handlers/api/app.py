@@ -31,7 +31,7 @@ from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings
 from . import access_routes, internal_routes, servers_routes, tools_routes
-from .auth import authenticate
+from .auth import authenticate, unguarded_routes
 from .deps import Services
 from .limits import RequestLimits
 
@@ -85,6 +85,10 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
         app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
     add_edge_middleware(app, settings)
+    escaped = unguarded_routes(app, base)
+    if escaped:  # a router included without the guard: refuse to serve it at all
+        raise ConfigurationError(f"routes under {base} without API key authentication: "
+                                 + ", ".join(escaped))
     # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics).
     app.mount("/metrics", metrics.asgi_app())
     return app

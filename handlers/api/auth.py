@@ -13,7 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, TypeVar, cast
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..apikeys import verify_token
@@ -83,3 +85,23 @@ def _without_secrets(data: object) -> object:
     if data.get("secret") is True:
         out.pop("value", None)
     return out
+
+
+def unguarded_routes(app: FastAPI, base: str) -> list[str]:
+    """Routes under ``base`` that would answer without :func:`authenticate` (the OpenAPI
+    document and the docs pages aside): ``create_app`` refuses to start with any."""
+    public = (f"{base}/openapi.json", f"{base}/docs")
+    out = []
+    for context in iter_route_contexts(app.router.routes):
+        path = context.path or ""
+        if (not isinstance(context.original_route, APIRoute) or not path.startswith(base + "/")
+                or path.startswith(public) or path.startswith("/internal/")):
+            continue  # /internal/* has its own secret; a base path of "/" holds it too
+        dependant = getattr(context, "dependant", None)
+        if not isinstance(dependant, Dependant) or not _calls(dependant, authenticate):
+            out.append(f"{sorted(context.methods or ())} {path}")
+    return out
+
+
+def _calls(dependant: Dependant, target: object) -> bool:
+    return dependant.call is target or any(_calls(d, target) for d in dependant.dependencies)

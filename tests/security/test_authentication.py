@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.api.support import Api, running_api
 from tests.security.routes import api_routes
 
@@ -97,3 +99,32 @@ async def test_a_key_records_when_it_was_last_used(api: Api) -> None:
         await viewer.get("/tools")
     after = {k["keyId"]: k for k in await list_api_keys(api.client, api.keys)}
     assert after[key_id]["lastUsedAt"] >= after[key_id]["createdAt"]
+
+
+
+def test_the_app_refuses_to_start_with_a_route_that_escapes_authentication(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi import APIRouter, FastAPI
+
+    from chatflow.handlers.api import app as app_module
+    from chatflow.handlers.api.auth import unguarded_routes
+    from chatflow.handlers.settings import Settings
+    from chatflow.runtime.errors import ConfigurationError
+
+    sneaky = APIRouter()
+
+    @sneaky.get("/sneaky")
+    async def open_door() -> dict[str, str]:
+        return {}
+
+    settings = Settings(redis_url="redis://127.0.0.1:1")
+    assert unguarded_routes(app_module.create_app(settings), "/api") == []
+    original = app_module.add_edge_middleware
+
+    def include_unguarded(app: FastAPI, settings: Settings) -> None:
+        app.include_router(sneaky, prefix="/api")  # as a careless merge would
+        original(app, settings)
+
+    monkeypatch.setattr(app_module, "add_edge_middleware", include_unguarded)
+    with pytest.raises(ConfigurationError, match=r"\['GET'\] /api/sneaky"):
+        app_module.create_app(settings)
