@@ -1,14 +1,17 @@
-"""``/me`` (who the key is) and ``/audit`` (the registry's changes, for admins)."""
+"""``/me`` (who the key is), and for admins ``/audit`` (the registry's changes) and
+``/keys`` (the workspace's API keys: list, create, revoke)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
 
+from ..apikeys import ApiKeyError, create_api_key, list_api_keys, revoke_api_key
 from ..registry.audit import audit_trail
-from ..registry.errors import Invalid
+from ..registry.errors import Invalid, NotFound
 from .auth import Admin, Caller
 from .deps import Services, services
 
@@ -44,3 +47,37 @@ async def audit(svc: Svc, who: Admin,
     return await audit_trail(svc.registry.log, who.workspace, object_id=objectId,
                              since_ms=_ms(since, "since"), until_ms=_ms(until, "until"),
                              limit=limit)
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["admin", "editor", "viewer"]
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    expiresInDays: float | None = Field(default=None, gt=0, le=36_500)
+
+
+@router.get("/keys", summary="The workspace's API keys (admin; never a token)")
+async def list_keys(svc: Svc, who: Admin) -> list[dict[str, Any]]:
+    return await list_api_keys(svc.client, svc.keys, who.workspace)
+
+
+@router.post("/keys", status_code=201,
+             summary="Create an API key in this workspace (admin); the token is shown once")
+async def create_key(svc: Svc, who: Admin, body: KeyCreate) -> dict[str, Any]:
+    try:
+        key_id, token = await create_api_key(svc.client, svc.keys, workspace=who.workspace,
+                                             role=body.role, name=body.name,
+                                             expires_in_days=body.expiresInDays)
+    except ApiKeyError as exc:
+        raise Invalid(str(exc), code="invalid_request") from exc
+    listed = {k["keyId"]: k for k in await list_api_keys(svc.client, svc.keys, who.workspace)}
+    return {**listed[key_id], "token": token}
+
+
+@router.delete("/keys/{key_id}", summary="Revoke an API key of this workspace (admin)")
+async def revoke_key(svc: Svc, who: Admin, key_id: str) -> dict[str, Any]:
+    mine = {k["keyId"] for k in await list_api_keys(svc.client, svc.keys, who.workspace)}
+    if key_id not in mine:
+        raise NotFound(f"no API key {key_id!r}")
+    await revoke_api_key(svc.client, svc.keys, key_id)
+    return {"keyId": key_id, "revoked": True}

@@ -97,3 +97,20 @@ async def test_the_audit_says_which_key_made_each_change_filtered_by_object_and_
     assert await api.ok("GET", "/audit", params={"since": "2999-01-01T00:00:00Z"}) == []
     bad = await api.fails("GET", "/audit", 400, params={"since": "yesterday"})
     assert "since" in bad["message"]
+
+
+async def test_an_admin_manages_the_keys_of_its_own_workspace_only(api: Api) -> None:
+    made = await api.ok("POST", "/keys", 201, json={"role": "viewer", "name": "dash"})
+    assert made["workspace"] == "default" and made["role"] == "viewer"
+    async with api.as_key(made["token"]) as viewer:
+        assert (await viewer.get("/me")).json()["keyId"] == made["keyId"]
+        listed = await api.ok("GET", "/keys")
+        assert {k["keyId"] for k in listed} == {api.key_id, made["keyId"]}
+        assert "token" not in str(listed) and made["token"] not in str(listed)
+        other = await api.new_key("other", "viewer")
+        await api.fails("DELETE", f"/keys/{other.split('_')[1]}", 404)
+        await api.ok("DELETE", f"/keys/{made['keyId']}")
+        assert (await viewer.get("/me")).status_code == 401
+    async with api.as_key(await api.new_key("default", "editor")) as editor:
+        assert (await editor.get("/keys")).status_code == 403
+        assert (await editor.post("/keys", json={"role": "admin"})).status_code == 403
