@@ -73,7 +73,9 @@ class RequestLimits:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        if b"json" in headers.get(b"content-type", b"") and json_depth(body) > self.max_depth:
+        kind = headers.get(b"content-type", b"")
+        # FastAPI may parse a body without a content type as JSON too.
+        if (not kind or b"json" in kind) and json_depth(body) > self.max_depth:
             await _refuse(send, 400, "invalid_request",
                           f"the JSON body nests deeper than {self.max_depth} levels")
             return

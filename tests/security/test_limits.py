@@ -37,6 +37,8 @@ async def test_json_nested_too_deep_answers_400_naming_the_depth(api: Api) -> No
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_request"
     assert "nests deeper than 64 levels" in response.json()["message"]
+    untyped = await api.http.post("/tools", content=body, headers={"content-type": ""})
+    assert untyped.status_code == 400, untyped.text
     strings = {"id": "t-str", "description": "[" * 5000}  # brackets inside strings do not count
     assert (await api.http.post("/tools", json=strings)).status_code == 201
 
