@@ -114,3 +114,13 @@ async def test_an_admin_manages_the_keys_of_its_own_workspace_only(api: Api) -> 
     async with api.as_key(await api.new_key("default", "editor")) as editor:
         assert (await editor.get("/keys")).status_code == 403
         assert (await editor.post("/keys", json={"role": "admin"})).status_code == 403
+
+
+async def test_a_viewer_key_reads_every_route_but_the_admin_ones(api: Api) -> None:
+    await seed_secrets(api)
+    reads = [(m, p) for m, p in api_routes(api.settings) if m == "GET"]
+    async with api.as_key(await api.new_key("default", "viewer")) as viewer:
+        for method, path in reads:
+            response = await viewer.request(method, path.removeprefix("/api"))
+            expected = {403} if path in ("/api/audit", "/api/keys") else {200, 404}
+            assert response.status_code in expected, (path, response.text)
