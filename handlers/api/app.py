@@ -104,4 +104,4 @@ def add_edge_middleware(app: FastAPI, settings: Settings) -> None:
                            allow_methods=["*"], allow_headers=["Authorization", "Content-Type"])
     hosts = settings.allowed_hosts()
     if hosts != ["*"]:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
