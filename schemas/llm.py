@@ -23,6 +23,8 @@ class LlmCredential(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = ""
     provider: str | None = "openai"
     baseUrl: str | None = None
+    # scheme://host:port the apiKey was saved for; the runtime sends it nowhere else
+    apiKeyOrigin: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -35,7 +37,7 @@ class LlmCredential(msgspec.Struct, frozen=True, kw_only=True):
 
     def __repr__(self) -> str:
         return (f"LlmCredential(id={self.id!r}, name={self.name!r}, provider={self.provider!r}, "
-                f"baseUrl={self.baseUrl!r}, apiKey='***')")
+                f"baseUrl={self.baseUrl!r}, apiKeyOrigin={self.apiKeyOrigin!r}, apiKey='***')")
 
     __str__ = __repr__
 

@@ -14,11 +14,14 @@ import httpx
 
 from chatflow.runtime.blocks.endpoint import call_endpoint
 from chatflow.runtime.limits import Limits
+from chatflow.runtime.origins import origin_of
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState, workspace_of
 from chatflow.runtime.registry.openapi import OpenApiError, parse_openapi
+from chatflow.runtime.registry.rebinding import header_origin, keep_bound, rebind_endpoints
 from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.views import (
     MASK,
+    credential_origin,
     credential_view,
     endpoint_view,
     server_cache,
@@ -84,19 +87,29 @@ class ServerOps:
     def state(self) -> RegistryState:
         return self.registry.state
 
-    def _headers(self, headers: list[HeaderIn], old: list[Record] | None = None) -> list[Record]:
-        """Secret values encrypted; a secret sent back masked keeps its stored value."""
+    def _headers(self, headers: list[HeaderIn], origin: str, old: list[Record] | None = None,
+                 old_origin: str = "") -> tuple[list[Record], list[str]]:
+        """Secret values encrypted and bound to ``origin``; a secret sent back masked keeps
+        its stored value while it is bound to ``origin``, and is cleared (its name in the
+        second list) when it was saved for another origin."""
         previous = {h["name"].lower(): h for h in old or [] if h.get("secret")}
-        out = []
-        for h in headers:
-            if h.secret and h.value == MASK and h.name.lower() in previous:
-                value = previous[h.name.lower()]["value"]
+        out: list[Record] = []
+        cleared: list[str] = []
+        for i, h in enumerate(headers):
+            record: Record = {"name": h.name, "value": h.value, "secret": h.secret}
+            if h.secret and h.value == MASK:
+                kept = previous.get(h.name.lower())
+                if kept is None:
+                    raise Invalid(f"headers[{i}].value: the mask {MASK} is not a secret; send "
+                                  "the real value", code="mask_is_not_a_secret")
+                if header_origin(kept, old_origin) != origin:
+                    cleared.append(h.name)
+                    continue
+                record.update(value=kept["value"], origin=origin)
             elif h.secret:
-                value = self.registry.box.encrypt(h.value)
-            else:
-                value = h.value
-            out.append({"name": h.name, "value": value, "secret": h.secret})
-        return out
+                record.update(value=self.registry.box.encrypt(h.value), origin=origin)
+            out.append(record)
+        return out, cleared
 
     # -- servers ------------------------------------------------------------------
 
@@ -122,7 +135,7 @@ class ServerOps:
 
     async def create(self, body: ServerCreate, *, scope: Scope = SHELL) -> Record:
         server_id = body.id or new_id("srv")
-        headers = self._headers(body.headers)
+        headers, _ = self._headers(body.headers, origin_of(body.baseUrl))
 
         def build(state: RegistryState) -> Append:
             if server_id in state.servers:  # ids are global (integration:server:{id})
@@ -137,19 +150,36 @@ class ServerOps:
         return await self.view(server_id, scope=scope)
 
     async def update(self, server_id: str, body: ServerPatch, *, scope: Scope = SHELL) -> Record:
+        """The server as updated, plus ``secretsCleared``: the secrets dropped because the
+        baseUrl moved to another origin without new values in the same request."""
+        cleared: list[str] = []
+
         def build(state: RegistryState) -> Append:
             server = get_server(state, server_id, scope.workspace)
             check_version(server, body.version, f"integration server {server_id!r}")
             changes = body.model_dump(mode="json", exclude_unset=True,
                                       exclude={"version", "headers"})
+            old_origin = origin_of(str(server.get("baseUrl") or ""))
+            origin = origin_of(body.baseUrl) if body.baseUrl else old_origin
+            cleared.clear()
             if body.headers is not None:
-                changes["headers"] = self._headers(body.headers, server.get("headers"))
+                changes["headers"], gone = self._headers(body.headers, origin,
+                                                         server.get("headers"), old_origin)
+            else:
+                kept, gone = keep_bound(server.get("headers") or [], origin, old_origin)
+                if gone:
+                    changes["headers"] = kept
+            cleared.extend(f"headers.{name}" for name in gone)
+            endpoints, gone = rebind_endpoints(server["endpoints"], origin, old_origin)
+            if endpoints is not None:
+                changes["endpoints"] = endpoints
+            cleared.extend(gone)
             expect, sets = _server_versions(server)
             return Append({"type": "server.updated", "id": server_id, "changes": changes},
                           expect, sets)
 
         await self.registry.commit(build, scope)
-        return await self.view(server_id, scope=scope)
+        return {**await self.view(server_id, scope=scope), "secretsCleared": cleared}
 
     async def delete(self, server_id: str, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
@@ -170,22 +200,22 @@ class ServerOps:
         server = get_server(self.state, server_id, scope.workspace)
         return [endpoint_view(e) for e in server["endpoints"].values()]
 
-    def _endpoint_record(self, endpoint_id: str, body: EndpointCreate) -> Record:
+    def _endpoint_record(self, endpoint_id: str, body: EndpointCreate, origin: str) -> Record:
         record = body.model_dump(mode="json", by_alias=True, exclude={"id", "headers"})
         record["id"] = endpoint_id
-        record["headers"] = self._headers(body.headers)
+        record["headers"], _ = self._headers(body.headers, origin)
         return record
 
     async def add_endpoint(self, server_id: str, body: EndpointCreate, *,
                            scope: Scope = SHELL) -> Record:
         endpoint_id = body.id or new_id("ep")
-        record = self._endpoint_record(endpoint_id, body)
 
         def build(state: RegistryState) -> Append:
             server = get_server(state, server_id, scope.workspace)
             if endpoint_id in server["endpoints"]:
                 raise Conflict(f"endpoint {endpoint_id!r} exists on server {server_id!r}",
                                code="endpoint_exists")
+            record = self._endpoint_record(endpoint_id, body, _origin(server))
             expect, sets = _server_versions(server)
             return Append({"type": "endpoint.created", "serverId": server_id,
                            "endpoint": record}, expect, sets)
@@ -202,7 +232,9 @@ class ServerOps:
             changes = body.model_dump(mode="json", by_alias=True, exclude_unset=True,
                                       exclude={"version", "headers"})
             if body.headers is not None:
-                changes["headers"] = self._headers(body.headers, endpoint.get("headers"))
+                origin = _origin(server)
+                changes["headers"], _ = self._headers(body.headers, origin,
+                                                      endpoint.get("headers"), origin)
             expect, sets = _server_versions(server)
             return Append({"type": "endpoint.updated", "serverId": server_id, "id": endpoint_id,
                            "changes": changes}, expect, sets)
@@ -262,7 +294,8 @@ class ServerOps:
                          scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
         server = dict(get_server(self.state, server_id, scope.workspace))
-        record = self._endpoint_record("adhoc", EndpointCreate(**body.endpoint.model_dump()))
+        record = self._endpoint_record("adhoc", EndpointCreate(**body.endpoint.model_dump()),
+                                       _origin(server))
         server["endpoints"] = {"adhoc": record}
         config = server_cache(server, self.registry.box.decrypt)
         return await self._call(config, server_id, "adhoc", body)
@@ -302,8 +335,12 @@ class CredentialOps:
 
     async def create(self, body: CredentialCreate, *, scope: Scope = SHELL) -> Record:
         cred_id = body.id or new_id("cred")
+        if body.apiKey == MASK:
+            raise Invalid(f"apiKey: the mask {MASK} is not an API key; send the real key",
+                          code="mask_is_not_a_secret")
         record = {"id": cred_id, "name": body.name, "provider": body.provider,
-                  "baseUrl": body.baseUrl, "apiKey": self.registry.box.encrypt(body.apiKey)}
+                  "baseUrl": body.baseUrl, "apiKey": self.registry.box.encrypt(body.apiKey),
+                  "apiKeyOrigin": credential_origin(body.baseUrl)}
 
         def build(state: RegistryState) -> Append:
             if cred_id in state.credentials:  # ids are global (llm:credential:{id})
@@ -316,20 +353,35 @@ class CredentialOps:
         return await self.view(cred_id, scope=scope)
 
     async def update(self, cred_id: str, body: CredentialPatch, *, scope: Scope = SHELL) -> Record:
+        """The credential as updated, plus ``secretsCleared`` (``["apiKey"]`` when the
+        baseUrl moved to another origin without a new apiKey). ``apiKey`` sent back as the
+        mask means "keep"."""
         changes: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True,
                                                   exclude={"version", "apiKey"})
-        if body.apiKey is not None:
-            changes["apiKey"] = self.registry.box.encrypt(body.apiKey)
+        new_key = body.apiKey if body.apiKey not in (None, MASK) else None
+        secret = self.registry.box.encrypt(new_key) if new_key is not None else None
+        cleared: list[str] = []
 
         def build(state: RegistryState) -> Append:
             cred = self._get(state, cred_id, scope.workspace)
             check_version(cred, body.version, f"LLM credential {cred_id!r}")
+            base_url = changes["baseUrl"] if "baseUrl" in changes else cred.get("baseUrl")
+            origin = credential_origin(base_url)
+            bound = cred.get("apiKeyOrigin") or credential_origin(cred.get("baseUrl"))
+            update = dict(changes)
+            cleared.clear()
+            if secret is not None:
+                update.update(apiKey=secret, apiKeyOrigin=origin)
+            elif origin != bound:
+                update.update(apiKey=None, apiKeyOrigin=origin)
+                if cred.get("apiKey"):
+                    cleared.append("apiKey")
             name = f"credential:{cred_id}"
-            return Append({"type": "credential.updated", "id": cred_id, "changes": changes},
+            return Append({"type": "credential.updated", "id": cred_id, "changes": update},
                           {name: str(cred["version"])}, {name: str(cred["version"] + 1)})
 
         await self.registry.commit(build, scope)
-        return await self.view(cred_id, scope=scope)
+        return {**await self.view(cred_id, scope=scope), "secretsCleared": cleared}
 
     async def delete(self, cred_id: str, *, scope: Scope = SHELL) -> Record:
         def build(state: RegistryState) -> Append:
@@ -347,6 +399,10 @@ class CredentialOps:
 
         await self.registry.commit(build, scope)
         return {"id": cred_id, "deleted": True}
+
+
+def _origin(server: Record) -> str:
+    return origin_of(str(server.get("baseUrl") or ""))
 
 
 def _calls_ai(tool: Record, cred_id: str) -> bool:

@@ -58,6 +58,7 @@ from ..errors import ToolFailure
 from ..events import iso
 from ..interpolation import to_text
 from ..limits import Limits
+from ..origins import origin_of
 from ..outcome import BlockOutcome
 from ..state import Emit, ExecState
 from . import openai_wire as wire
@@ -142,6 +143,15 @@ class CallAI:
             raise ToolFailure("llm_provider_unsupported",
                               f"callAI: provedor {credential.provider_name!r} não suportado "
                               f"(llmCredentialId={credential_id}); use 'openai'")
+        if not credential.apiKey:
+            raise ToolFailure("llm_credential_no_key",
+                              f"callAI: a credencial LLM llmCredentialId={credential_id} não tem "
+                              "apiKey (apagada quando a baseUrl mudou de origem); salve uma nova")
+        target = origin_of(credential.base_url)
+        if credential.apiKeyOrigin is not None and credential.apiKeyOrigin != target:
+            raise ToolFailure("secret_origin_mismatch",
+                              f"callAI: a apiKey de llmCredentialId={credential_id} foi salva para "
+                              f"{credential.apiKeyOrigin}; não é enviada a {target}")
         return credential
 
     async def _call(self, state: ExecState, block: CallAIBlock, credential: LlmCredential,

@@ -22,6 +22,7 @@ from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapp
 from ..errors import ToolFailure
 from ..interpolation import lookup, render
 from ..limits import Limits
+from ..origins import misplaced_secrets, origin_of
 from ..outcome import BlockOutcome
 from ..registry.endpoints import as_text, prepare_request
 from ..state import ExecState
@@ -56,6 +57,13 @@ def server_not_found(server_id: str) -> ToolFailure:
 def endpoint_not_found(server_id: str, endpoint_id: str) -> ToolFailure:
     return ToolFailure("endpoint_not_found", f"endpoint de integração não encontrado: "
                                              f"endpointId={endpoint_id} serverId={server_id}")
+
+
+def secret_origin_refused(endpoint_id: str, url: str, names: list[str]) -> ToolFailure:
+    return ToolFailure("secret_origin_mismatch",
+                       f"endpoint {endpoint_id}: os headers secretos {', '.join(names)} foram "
+                       f"salvos para outra origem; não são enviados a {origin_of(url)} "
+                       "(salve-os de novo para esta baseUrl)")
 
 
 def parse_server(server_id: str, raw: bytes | str | None) -> dict[str, Any] | ToolFailure:
@@ -103,10 +111,15 @@ async def call_endpoint(
         call.error = ToolFailure("endpoint_body_invalid", f"endpoint {endpoint_id}: {exc}")
         return call
     call.method, call.url = request.method, request.url
+    misplaced = misplaced_secrets(request.url, request.secret_origins)
+    if misplaced:
+        call.error = secret_origin_refused(endpoint_id, request.url, misplaced)
+        return call
     try:
         status, content, content_type = await send(
             http, request.method, request.url, headers=request.headers,
-            content=request.content, timeout_s=timeout_ms / 1000)
+            content=request.content, timeout_s=timeout_ms / 1000,
+            secret_headers=request.secret_origins)
     except ToolFailure as failure:
         call.error = failure
     else:

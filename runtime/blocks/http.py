@@ -7,6 +7,7 @@ import json
 import socket
 import time
 import weakref
+from collections.abc import Collection
 from typing import Any
 
 import httpx
@@ -23,6 +24,8 @@ from .common import remaining_ms, text_of
 MAX_BODY_BYTES = 10 * 1024 * 1024
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# Dropped on every redirect that leaves the origin, like the headers marked secret.
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 def decode_body(content: bytes, content_type: str) -> Any:
@@ -55,20 +58,23 @@ async def send(
     timeout_s: float,
     max_bytes: int = MAX_BODY_BYTES,
     max_redirects: int = MAX_REDIRECTS,
+    secret_headers: Collection[str] = (),
 ) -> tuple[int, bytes, str]:
     """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
 
     Every hop is checked against the client's egress policy (runtime/egress.py): the host is
     resolved here, every address checked, and the connection made to a checked address.
     Redirects are followed by hand, at most ``max_redirects``, each Location checked again;
-    ``Authorization`` is dropped when a redirect leaves the origin, and 301/302/303 turn a
-    request into a GET without a body.
+    ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and every header named in
+    ``secret_headers`` are dropped when a redirect leaves the origin, and 301/302/303 turn
+    a request into a GET without a body.
     """
+    dropped = _CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
     policy = egress.policy_for(client)
     gate = _gates.get(client)
     if gate is None:
         return await _send(client, policy, method, url, headers, content, timeout_s, max_bytes,
-                           max_redirects)
+                           max_redirects, dropped)
     started = time.monotonic()
     try:
         async with asyncio.timeout(timeout_s):
@@ -79,7 +85,7 @@ async def send(
     try:
         left = max(0.001, timeout_s - (time.monotonic() - started))
         return await _send(client, policy, method, url, headers, content, left, max_bytes,
-                           max_redirects)
+                           max_redirects, dropped)
     finally:
         gate.release()
 
@@ -98,7 +104,8 @@ def limit(client: httpx.AsyncClient, max_connections: int) -> None:
 
 async def _send(client: httpx.AsyncClient, policy: egress.EgressPolicy, method: str, url: str,
                 headers: dict[str, str], content: str | bytes | None, timeout_s: float,
-                max_bytes: int, max_redirects: int) -> tuple[int, bytes, str]:
+                max_bytes: int, max_redirects: int,
+                dropped: frozenset[str]) -> tuple[int, bytes, str]:
     try:
         target = httpx.URL(url)
         for _hop in range(max_redirects + 1):
@@ -111,7 +118,7 @@ async def _send(client: httpx.AsyncClient, policy: egress.EgressPolicy, method: 
             following = target.join(location)
             if (following.scheme, following.host, following.port) != (
                     target.scheme, target.host, target.port):
-                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                headers = {k: v for k, v in headers.items() if k.lower() not in dropped}
             if response.status_code in (301, 302, 303) and method.upper() != "HEAD":
                 method, content = "GET", None
                 headers = {k: v for k, v in headers.items()

@@ -2,16 +2,20 @@
 
 ``IntegrationServerCacheConfig`` (the value of ``integration:server:{serverId}``)::
 
-    {"id", "name", "baseUrl", "headers": {name: value},
+    {"id", "name", "baseUrl", "headers": {name: value}, "secretHeaders": {name: origin},
      "endpoints": {epId: {"id", "name", "path", "method", "headers": {name: value},
+                          "secretHeaders": {name: origin},
                           "bodyTemplate": <JSON or null>, "params": [{"name", "in", ...}]}}}
+
+``secretHeaders`` names the headers marked secret and the origin each was saved for
+(``runtime/origins.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
@@ -24,6 +28,8 @@ class EndpointRequest:
     url: str
     headers: dict[str, str]
     content: str | None
+    # secret header name -> the origin it was saved for
+    secret_origins: dict[str, str] = field(default_factory=dict)
 
 
 def as_text(value: Any) -> str:
@@ -94,6 +100,20 @@ def merge_headers(*layers: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def secret_origins(*layers: dict[str, Any]) -> dict[str, str]:
+    """Which of the merged headers are secret, and their origins: a later layer's header of
+    the same name (case-insensitive) replaces the earlier one, secret or not."""
+    out: dict[str, str] = {}
+    for layer in layers:
+        secrets = layer.get("secretHeaders") or {}
+        for name in layer.get("headers") or {}:
+            for existing in [k for k in out if k.lower() == name.lower()]:
+                del out[existing]
+            if name in secrets:
+                out[name] = str(secrets[name])
+    return out
+
+
 def prepare_request(server: dict[str, Any], endpoint: dict[str, Any],
                     params: list[tuple[str, str, Any]]) -> EndpointRequest:
     """The request for ``endpoint`` with ``(name, in, value)`` params already interpolated."""
@@ -110,4 +130,4 @@ def prepare_request(server: dict[str, Any], endpoint: dict[str, Any],
         content = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
         if not any(k.lower() == "content-type" for k in headers) and not isinstance(body, str):
             headers["Content-Type"] = "application/json"
-    return EndpointRequest(method, url, headers, content)
+    return EndpointRequest(method, url, headers, content, secret_origins(server, endpoint))

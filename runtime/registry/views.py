@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chatflow.schemas.llm import OPENAI_BASE_URL
+
+from ..origins import origin_of
 from .state import Record, RegistryState, workspace_of
 
 MASK = "••••••••"
@@ -62,6 +65,12 @@ def _plain_headers(headers: list[Record], decrypt: Decrypt) -> dict[str, str]:
     return {h["name"]: decrypt(h["value"]) if h.get("secret") else h["value"] for h in headers}
 
 
+def _secret_origins(headers: list[Record], fallback: str) -> dict[str, str]:
+    """Secret header name -> the origin it was saved for. Records written before secrets
+    carried an origin are bound to the server's baseUrl as it is now (``fallback``)."""
+    return {h["name"]: str(h.get("origin") or fallback) for h in headers if h.get("secret")}
+
+
 def endpoint_view(endpoint: Record) -> Record:
     return {**endpoint, "headers": _masked_headers(endpoint.get("headers") or [])}
 
@@ -79,27 +88,37 @@ def server_view(server: Record, used_by: list[Record] | None = None) -> Record:
 
 def server_cache(server: Record, decrypt: Decrypt) -> Record:
     """IntegrationServerCacheConfig: everything the runtime needs to call an endpoint."""
+    origin = origin_of(str(server.get("baseUrl") or ""))
     return {
         "id": server["id"], "name": server.get("name", ""), "baseUrl": server.get("baseUrl", ""),
         "headers": _plain_headers(server.get("headers") or [], decrypt),
+        "secretHeaders": _secret_origins(server.get("headers") or [], origin),
         "endpoints": {
             e["id"]: {"id": e["id"], "name": e.get("name", ""), "path": e.get("path", ""),
                       "method": e.get("method", "GET"),
                       "headers": _plain_headers(e.get("headers") or [], decrypt),
+                      "secretHeaders": _secret_origins(e.get("headers") or [], origin),
                       "bodyTemplate": e.get("bodyTemplate"), "params": e.get("params") or []}
             for e in server.get("endpoints", {}).values()
         },
     }
 
 
+def credential_origin(base_url: str | None) -> str:
+    """The origin a credential's apiKey is sent to: its baseUrl's, else OpenAI's."""
+    return origin_of(base_url or OPENAI_BASE_URL)
+
+
 def credential_view(cred: Record) -> Record:
-    return {**cred, "apiKey": MASK}
+    """``apiKey`` masked, or ``null`` once cleared (its baseUrl moved to another origin)."""
+    return {**cred, "apiKey": MASK if cred.get("apiKey") else None}
 
 
 def credential_cache(cred: Record, decrypt: Decrypt) -> Record:
     return {"id": cred["id"], "name": cred.get("name", ""),
             "provider": cred.get("provider", "openai"), "baseUrl": cred.get("baseUrl"),
-            "apiKey": decrypt(cred["apiKey"])}
+            "apiKey": decrypt(cred["apiKey"]) if cred.get("apiKey") else "",
+            "apiKeyOrigin": cred.get("apiKeyOrigin") or credential_origin(cred.get("baseUrl"))}
 
 
 def agent_cache(state: RegistryState, agent_id: str) -> Record | None:

@@ -35,12 +35,14 @@ async def test_post_server_answers_400_and_409(api: Api) -> None:
     await api.fails("POST", "/integration-servers", 409, json=SERVER)
 
 
-async def test_patch_server_updates_and_keeps_a_masked_secret(api: Api) -> None:
+async def test_patch_server_updates_and_keeps_a_masked_secret_on_the_same_origin(
+        api: Api) -> None:
     created = await api.ok("POST", "/integration-servers", 201, json=SERVER)
     masked = created["headers"]
     updated = await api.ok("PATCH", "/integration-servers/srv-1",
-                           json={"baseUrl": "http://127.0.0.1:10", "headers": masked})
-    assert updated["baseUrl"] == "http://127.0.0.1:10"
+                           json={"baseUrl": "http://127.0.0.1:9/v2", "headers": masked})
+    assert updated["baseUrl"] == "http://127.0.0.1:9/v2"
+    assert updated["secretsCleared"] == []
     cache = await api.get_key(api.keys.server("srv-1"))
     assert cache["headers"] == {"Authorization": "Bearer top-secret-1"}
     await api.fails("PATCH", "/integration-servers/srv-1", 400, json={"baseUrl": "nope"})
@@ -128,7 +130,8 @@ async def test_llm_credentials_are_stored_encrypted_and_cached_in_clear(api: Api
     assert "sk-live-abcdef" not in str(created)
     cache = await api.get_key(api.keys.llm_credential("cred-1"))
     assert cache == {"id": "cred-1", "name": "OpenAI", "provider": "openai",
-                     "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-live-abcdef"}
+                     "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-live-abcdef",
+                     "apiKeyOrigin": "http://127.0.0.1:9"}
     log = await api.client.xrange(api.keys.registry)
     assert all(b"sk-live-abcdef" not in f[b"data"] for _id, f in log)
     await api.ok("PATCH", "/llm-credentials/cred-1", json={"apiKey": "sk-live-rotated"})
