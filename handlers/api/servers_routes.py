@@ -119,8 +119,8 @@ async def spec_text(request: Request) -> str:
     if "json" in request.headers.get("content-type", ""):
         try:
             data = json.loads(text)
-        except ValueError:
-            return text  # the parser reports where it broke
+        except (ValueError, RecursionError):
+            return text  # the parser reports where it broke, or how deep it went
         if isinstance(data, dict) and "spec" in data and "openapi" not in data:
             spec = data["spec"]
             return spec if isinstance(spec, str) else json.dumps(spec)

@@ -16,7 +16,6 @@ from chatflow.runtime.blocks.endpoint import call_endpoint
 from chatflow.runtime.limits import Limits
 from chatflow.runtime.origins import origin_of
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState, workspace_of
-from chatflow.runtime.registry.openapi import OpenApiError, parse_openapi
 from chatflow.runtime.registry.rebinding import header_origin, keep_bound, rebind_endpoints
 from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.views import (
@@ -42,6 +41,7 @@ from .models import (
     ServerCreate,
     ServerPatch,
 )
+from .openapi_import import parse_spec
 from .registry import Registry
 from .scope import SHELL, Scope
 from .tools import check_version, graph, new_id
@@ -260,11 +260,7 @@ class ServerOps:
                              scope: Scope = SHELL) -> list[Record]:
         await self.registry.catch_up()
         get_server(self.state, server_id, scope.workspace)
-        try:
-            drafts = parse_openapi(text)
-        except OpenApiError as exc:
-            raise Invalid(f"the OpenAPI spec cannot be imported: {exc}",
-                          code="invalid_openapi") from exc
+        drafts = await parse_spec(text)
         if not drafts:
             raise Invalid("the OpenAPI spec declares no operations under 'paths'",
                           code="invalid_openapi")

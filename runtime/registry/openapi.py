@@ -1,54 +1,63 @@
 """OpenAPI 3.0 / 3.1 import: a spec's operations become endpoint drafts.
 
-Parsing is ``yaml.safe_load`` (JSON is YAML), validation is
-``openapi-spec-validator`` and ``$ref`` resolution is ``jsonschema-path``:
-no hand-written parser. Only name, path, method, declared params and the
-responses' descriptions are kept; the spec itself is not stored (seed).
+Reading is bounded and closed to the outside world (``openapi_load.py``: size, depth, node
+count with YAML aliases expanded, a deadline, no external ``$ref``); validation is
+``openapi-spec-validator`` and ``$ref`` resolution ``jsonschema-path``, both given no
+handler for any URL scheme, so nothing outside the document can be fetched or read.
+Only name, path, method, declared params and the responses' descriptions are kept; the
+spec itself is not stored (seed).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-import yaml
 from jsonschema_path import SchemaPath
-from openapi_spec_validator import validate
+from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
+from .openapi_load import OpenApiError, SpecLimits, load_document
+
+__all__ = ["OpenApiError", "SpecLimits", "load_spec", "parse_openapi"]
 
 METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 WHERE = {"path": "route", "query": "query"}
+# No resolver for any scheme: a reference that leaves the document cannot be followed.
+NO_HANDLERS: dict[str, Any] = {}
 
 
-class OpenApiError(ValueError):
-    """Raised when a spec cannot be read or is not valid OpenAPI; says where it broke."""
+def _spec_path(data: dict[str, Any]) -> SchemaPath:
+    return SchemaPath.from_dict(data, handlers=NO_HANDLERS)
 
 
-def load_spec(text: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
-        raise OpenApiError(f"not YAML or JSON at {where}: {exc.problem or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise OpenApiError(f"not YAML or JSON: {exc}") from exc
+def load_spec(text: str, limits: SpecLimits | None = None,
+              deadline: float | None = None) -> dict[str, Any]:
+    limits = limits or SpecLimits()
+    if deadline is None:
+        deadline = time.monotonic() + limits.timeout_s
+    data = load_document(text, limits, deadline)
     if not isinstance(data, dict):
         raise OpenApiError("$: a spec must be an object with 'openapi', 'info' and 'paths'")
     version = str(data.get("openapi", ""))
     if not (version.startswith("3.0") or version.startswith("3.1")):
         raise OpenApiError(f"$.openapi: {version or 'missing'!r} is not OpenAPI 3.0 or 3.1")
+    validator = OpenAPIV30SpecValidator if version.startswith("3.0") else OpenAPIV31SpecValidator
     try:
-        validate(data)
+        validator(_spec_path(data)).validate()
     except OpenAPIValidationError as exc:
         raise OpenApiError(f"{exc.json_path}: {exc.message}") from exc
-    except Exception as exc:  # unresolvable $ref and the like
-        raise OpenApiError(f"$: {type(exc).__name__}: {exc}") from exc
+    except RecursionError as exc:
+        raise OpenApiError("$: the references nest too deep (a $ref cycle?)") from exc
+    except Exception as exc:  # an unresolvable internal $ref and the like; no file text here
+        raise OpenApiError(f"$: {type(exc).__name__}") from exc
     return data
 
 
-def parse_openapi(text: str) -> list[dict[str, Any]]:
+def parse_openapi(text: str, limits: SpecLimits | None = None,
+                  deadline: float | None = None) -> list[dict[str, Any]]:
     """Endpoint drafts ``{name, path, method, params, responses}`` in the spec's order."""
-    spec = SchemaPath.from_dict(load_spec(text))
+    spec = _spec_path(load_spec(text, limits, deadline))
     out: list[dict[str, Any]] = []
     if "paths" not in spec:
         return out
@@ -110,7 +119,8 @@ def _body_params(op: SchemaPath) -> list[dict[str, Any]]:
     names: list[str] = []
     for part in [schema, *((schema / "allOf") if "allOf" in schema else [])]:
         if "required" in part:
-            required |= {str(r) for r in part / "required"}
+            # the values themselves: iterating a SchemaPath yields paths, not names
+            required |= {str(r) for r in (part / "required").read_value()}
         if "properties" in part:
             names += [str(k) for k in (part / "properties").str_keys() if str(k) not in names]
     return [{"name": n, "in": "body", "required": n in required, "description": None}
