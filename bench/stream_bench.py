@@ -238,7 +238,9 @@ async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
             return int((await client.info("memory"))["used_memory"])
         total = 0
         for node in client.get_primaries():  # every primary's own INFO
-            one = aioredis.Redis(host=node.host, port=node.port)
+            auth = client.get_connection_kwargs()
+            one = aioredis.Redis(host=node.host, port=node.port, username=auth.get("username"),
+                                 password=auth.get("password"))
             try:
                 total += int((await one.info("memory"))["used_memory"])
             finally:

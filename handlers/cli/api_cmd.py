@@ -10,6 +10,7 @@ import uvicorn
 
 from ..api import create_app
 from ..logging import configure_logging
+from ..redis_client import check_credentials
 from ..settings import Settings
 from .common import add_redis_flag, require_url, settings_from
 
@@ -42,7 +43,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.base_path is not None:
         settings = settings.model_copy(update={"api_base_path": args.base_path})
-    require_url(settings)
+    url = require_url(settings)
+    asyncio.run(check_credentials(url, cluster=settings.redis_cluster))
     server = api_server(settings, args.host, args.port)
     announce(settings, server)
     asyncio.run(server.serve())

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
+from redis.exceptions import RedisError
+
 from chatflow.runtime.errors import ChatflowError
 
+from ..redis_client import auth_failure, is_auth_refusal
 from . import (
     api_cmd,
     cancel_cmd,
@@ -47,6 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except ChatflowError as exc:
         print(f"chatflow: {exc}", file=sys.stderr)
+        return 2
+    except RedisError as exc:
+        if not is_auth_refusal(exc):
+            raise
+        url = getattr(args, "redis_url", None) or os.environ.get("REDIS_URL")
+        print(f"chatflow: {auth_failure(url)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

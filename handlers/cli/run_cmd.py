@@ -7,6 +7,7 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from ..embedded import EmbeddedServer
 from ..examples import publish_examples
 from ..logging import configure_logging
 from ..native import load_native_tools
+from ..redis_client import redact
 from ..settings import Settings
 from ..worker import Worker
 from .common import add_redis_flag, require_url, settings_from
@@ -131,6 +133,15 @@ def announce_admin_key(settings: Settings, url: str, data_dir: Path, port: int |
           f"try: curl -H \"Authorization: Bearer $(cat {path})\" {base}/tools", file=sys.stderr)
 
 
+def shell_url(url: str, server: EmbeddedServer | None) -> str:
+    """``url`` for a shell line, the embedded server's password read from its file, so the
+    password itself is never printed."""
+    if server is None or not server.password:
+        return redact(url)
+    return (f'"redis://:$(cat {shlex.quote(str(server.password_file))})'
+            f'@127.0.0.1:{server.port}/0"')
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     configure_logging()
     settings = _with_metrics_port(settings_from(args), args)
@@ -140,14 +151,15 @@ def cmd_up(args: argparse.Namespace) -> int:
         server = EmbeddedServer(port=args.port, data_dir=str(Path(args.data_dir).resolve()),
                                 appendonly=True).start()
         url = server.url
-        print(f"embedded Valkey on {url} (AOF in {server.data_dir})", file=sys.stderr)
+        print(f"embedded Valkey on {redact(url)} (password in {server.password_file}, "
+              f"AOF in {server.data_dir})", file=sys.stderr)
         os.environ["REDIS_URL"] = url
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))
             print(f"published examples: {', '.join(names)}", file=sys.stderr)
-        print(f"ready. try: REDIS_URL={url} chatflow exec --tool pt-greeting "
-              f"--input name=Ana", file=sys.stderr)
+        print(f"ready. try: REDIS_URL={shell_url(url, server)} chatflow exec "
+              "--tool pt-greeting --input name=Ana", file=sys.stderr)
         if not args.no_api:
             announce_admin_key(settings, url, Path(args.data_dir).resolve(), args.api_port)
         if args.no_api:

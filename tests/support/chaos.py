@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -138,17 +139,19 @@ class LocalCluster:
         return self.nodes[0].url
 
     def start(self, timeout_s: float = 30.0) -> LocalCluster:
-        self.nodes = [EmbeddedServer(port=cluster_port(), cluster=True).start()
+        password = secrets.token_urlsafe(16)  # one for all nodes: they authenticate each other
+        self.nodes = [EmbeddedServer(port=cluster_port(), cluster=True, password=password).start()
                       for _ in range(self.masters)]
         cli = Path(find_server_binary()).with_name("valkey-cli")
         binary = str(cli) if cli.exists() else (shutil.which("valkey-cli") or "redis-cli")
         subprocess.run([binary, "--cluster", "create",
                         *[f"127.0.0.1:{n.port}" for n in self.nodes],
                         "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=timeout_s)
+                       check=True, capture_output=True, timeout=timeout_s,
+                       env={**os.environ, "REDISCLI_AUTH": password})
         deadline = time.monotonic() + timeout_s
         for node in self.nodes:
-            client = redis.Redis(port=node.port)
+            client = redis.Redis(port=node.port, password=password)
             try:
                 while client.cluster("INFO").get("cluster_state") != "ok":
                     if time.monotonic() > deadline:
