@@ -38,7 +38,7 @@ class _Deadline(Exception):
     """Raised inside the composer when the time bound has passed."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """PyYAML's safe loader whose composer checks a deadline every few hundred nodes."""
 
     deadline = float("inf")
@@ -48,7 +48,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self.composed += 1
         if self.composed % 256 == 0 and time.monotonic() > self.deadline:
             raise _Deadline
-        node: Node = super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+        node: Node = super().compose_node(parent, index)
         return node
 
 
@@ -78,11 +78,11 @@ def _load_yaml(text: str, limits: SpecLimits, deadline: float) -> Any:
     loader = _BoundedLoader(text)
     loader.deadline = deadline
     try:
-        node = loader.get_single_node()  # type: ignore[no-untyped-call]
+        node = loader.get_single_node()
         if node is None:
             return None
         _check_graph(node, limits)
-        return loader.construct_document(node)  # type: ignore[no-untyped-call]
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
@@ -90,7 +90,7 @@ def _load_yaml(text: str, limits: SpecLimits, deadline: float) -> Any:
     except yaml.YAMLError as exc:
         raise OpenApiError(f"not YAML or JSON: {exc}") from exc
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
 
 
 def _children(node: Node) -> list[Node]:
