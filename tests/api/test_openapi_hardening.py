@@ -125,3 +125,20 @@ async def test_imported_body_parameters_keep_their_required_flags(api: Api) -> N
     (endpoint,) = body["endpoints"]
     flags = {p["name"]: p["required"] for p in endpoint["params"] if p["in"] == "body"}
     assert flags == {"id": True, "name": True, "tag": False}
+
+
+async def test_more_parallel_imports_than_allowed_are_refused_not_queued(api: Api) -> None:
+    from chatflow.handlers.registry import openapi_import
+
+    await server(api)
+    held = 0
+    while openapi_import._PARALLEL.acquire(blocking=False):  # as if two imports were parsing
+        held += 1
+    try:
+        body = await api.fails("POST", IMPORT, 429, content=PETSTORE, headers=YAML)
+        assert body["error"] == "import_busy"
+    finally:
+        for _ in range(held):
+            openapi_import._PARALLEL.release()
+    assert held == 2
+    await api.ok("POST", IMPORT, 201, content=PETSTORE, headers=YAML)
