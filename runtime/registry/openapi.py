@@ -16,6 +16,7 @@ from typing import Any
 from jsonschema_path import SchemaPath
 from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from referencing.exceptions import Unresolvable
 
 from .openapi_load import OpenApiError, SpecLimits, load_document
 
@@ -47,6 +48,8 @@ def load_spec(text: str, limits: SpecLimits | None = None,
         validator(_spec_path(data)).validate()
     except OpenAPIValidationError as exc:
         raise OpenApiError(f"{exc.json_path}: {exc.message}") from exc
+    except Unresolvable as exc:
+        raise _dangling(exc) from None
     except RecursionError as exc:
         raise OpenApiError("$: the references nest too deep (a $ref cycle?)") from exc
     except Exception as exc:  # an unresolvable internal $ref and the like; no file text here
@@ -58,6 +61,20 @@ def parse_openapi(text: str, limits: SpecLimits | None = None,
                   deadline: float | None = None) -> list[dict[str, Any]]:
     """Endpoint drafts ``{name, path, method, params, responses}`` in the spec's order."""
     spec = _spec_path(load_spec(text, limits, deadline))
+    try:
+        return _drafts(spec)
+    except Unresolvable as exc:  # the validator lets some dangling internal $refs through
+        raise _dangling(exc) from None
+    except RecursionError as exc:
+        raise OpenApiError("$: the references nest too deep (a $ref cycle?)") from exc
+
+
+def _dangling(exc: Unresolvable) -> OpenApiError:
+    # Only the reference: the library's own message quotes the whole document.
+    return OpenApiError(f"$ref {str(exc.ref)!r} does not resolve inside the document")
+
+
+def _drafts(spec: SchemaPath) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if "paths" not in spec:
         return out

@@ -55,6 +55,22 @@ async def test_a_url_reference_is_refused_and_the_server_it_names_gets_no_reques
     assert upstream.requests == []
 
 
+async def test_a_dangling_or_cyclic_internal_reference_is_a_400_not_a_500(api: Api) -> None:
+    await server(api)
+    dangling = spec_with_ref("#/components/schemas/Missing")
+    dangling["paths"]["/x"]["post"] = {"requestBody": {"content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/Missing"}}}},
+        "responses": {"200": {"description": "ok"}}}
+    body = await api.fails("POST", IMPORT, 400, json=dangling)
+    assert "'/components/schemas/Missing' does not resolve inside the document" in body["message"]
+    assert "openapi" not in body["message"]  # the document is not echoed back
+    cyclic = spec_with_ref("#/components/schemas/A")
+    cyclic["components"] = {"schemas": {"A": {"$ref": "#/components/schemas/B"},
+                                        "B": {"$ref": "#/components/schemas/A"}}}
+    body = await api.fails("POST", IMPORT, 400, json=cyclic)
+    assert "a $ref cycle" in body["message"]
+
+
 async def test_the_yaml_alias_bomb_fails_fast_while_the_api_keeps_answering(api: Api) -> None:
     await server(api)
     assert len(BOMB.encode()) < 700
