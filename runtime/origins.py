@@ -9,23 +9,27 @@ defence), and ``runtime.blocks.http.send`` drops it on a redirect that leaves th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+
+import httpx
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def origin_of(url: str) -> str:
-    """``scheme://host:port`` with the default port spelled out; ``""`` for no usable URL."""
+    """``scheme://host:port`` with the default port spelled out; ``""`` for no usable URL.
+
+    Parsed by httpx, the client that sends the request: the same parser decides where a
+    secret may go and where it goes, so no URL can read as one host here and another there.
+    """
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
+        parts = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
         return ""
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
+    host = parts.host.lower()
     if not scheme or not host:
         return ""
-    port = port or _DEFAULT_PORTS.get(scheme, 0)
+    port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     return f"{scheme}://{host}:{port}"

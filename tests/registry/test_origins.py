@@ -14,7 +14,9 @@ from chatflow.runtime.origins import misplaced_secrets, origin_of
     ("http://[::1]:81/x", "http://[::1]:81"),
     ("http://user:pw@host/x", "http://host:80"),
     ("not a url", ""),
-    ("http://host:99999", ""),
+    ("http://host:port/", ""),
+    ("http://good.example\t.evil.example/", ""),
+    ("http://evil.example\\@good.example/", "http://good.example:80"),  # as httpx sends it
 ])
 def test_an_origin_is_scheme_host_and_port_with_the_default_port_spelled_out(
         url: str, origin: str) -> None:
