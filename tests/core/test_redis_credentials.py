@@ -5,10 +5,12 @@ shows a password) when it does not. ``chatflow up``'s embedded server has one of
 from __future__ import annotations
 
 import os
+import queue
 import secrets
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,31 @@ def test_the_embedded_server_generates_a_password_keeps_it_private_and_requires_
         assert again.password == password
     finally:
         again.stop()
+
+
+def test_chatflow_up_prints_a_working_url_line_and_never_the_password(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env.update(CHATFLOW_METRICS_PORT="0",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    up = subprocess.Popen([*CHATFLOW, "up", "--data-dir", str(tmp_path / "valkey"), "--port", "0",
+                           "--api-port", "0"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in up.stdout or []],
+                     daemon=True).start()
+    seen: list[str] = []
+    try:
+        while not seen or not seen[-1].startswith("ready. try: "):
+            seen.append(lines.get(timeout=60))
+        line = seen[-1].removeprefix("ready. try: ").strip()
+        run = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0, run.stderr
+        assert '"ok": true' in run.stdout or '"ok":true' in run.stdout
+    finally:
+        up.terminate()
+        up.wait(timeout=30)
+    while not lines.empty():
+        seen.append(lines.get_nowait())
+    password = (tmp_path / "valkey" / "valkey.password").read_text().strip()
+    assert password and password not in "".join(seen)
