@@ -43,9 +43,6 @@ class HeaderIn(_In):
     name: str = Field(min_length=1)
     value: str
     secret: bool = False
-    # Read-only: where a secret is bound is decided by the server's baseUrl, never sent in;
-    # accepted so a header read from a GET can be sent back as it is.
-    origin: str | None = Field(default=None, description="read-only; ignored on input")
 
 
 class ServerCreate(_In):

@@ -58,7 +58,9 @@ def published_record(tool: Record) -> Record | None:
 
 
 def _masked_headers(headers: list[Record]) -> list[Record]:
-    return [{**h, "value": MASK} if h.get("secret") else dict(h) for h in headers]
+    """Secret values masked; the origin a secret is bound to is bookkeeping, not shown."""
+    return [{"name": h["name"], "value": MASK if h.get("secret") else h["value"],
+             "secret": bool(h.get("secret"))} for h in headers]
 
 
 def _plain_headers(headers: list[Record], decrypt: Decrypt) -> dict[str, str]:
@@ -111,7 +113,8 @@ def credential_origin(base_url: str | None) -> str:
 
 def credential_view(cred: Record) -> Record:
     """``apiKey`` masked, or ``null`` once cleared (its baseUrl moved to another origin)."""
-    return {**cred, "apiKey": MASK if cred.get("apiKey") else None}
+    view = {k: v for k, v in cred.items() if k != "apiKeyOrigin"}
+    return {**view, "apiKey": MASK if cred.get("apiKey") else None}
 
 
 def credential_cache(cred: Record, decrypt: Decrypt) -> Record:

@@ -80,7 +80,8 @@ async def test_new_secrets_sent_with_the_new_origin_are_kept_and_bound_to_it(
         "baseUrl": upstream.url,
         "headers": [{"name": "Authorization", "value": "Bearer new-one", "secret": True}]})
     assert moved["secretsCleared"] == ["endpoints.ep.headers.X-Api-Key"]
-    assert moved["headers"][0]["origin"] == upstream.url  # http://127.0.0.1:PORT
+    cache = await api.get_key(api.keys.server("srv"))
+    assert cache["secretHeaders"] == {"Authorization": upstream.url}  # http://127.0.0.1:PORT
     await api.ok("POST", "/integration-servers/srv/endpoints/ep/test", json={})
     (hit,) = upstream.requests
     assert hit.headers["authorization"] == "Bearer new-one"
