@@ -124,3 +124,17 @@ def test_chatflow_up_prints_a_working_url_line_and_never_the_password(tmp_path: 
         seen.append(lines.get_nowait())
     password = (tmp_path / "valkey" / "valkey.password").read_text().strip()
     assert password and password not in "".join(seen)
+
+
+def test_an_acl_user_and_password_in_the_url_work_and_a_wrong_one_is_refused(
+        locked: EmbeddedServer) -> None:
+    admin = redis.Redis.from_url(locked.url)
+    secret = "acl-" + secrets.token_urlsafe(8)
+    admin.acl_setuser("chatflow-worker", enabled=True, passwords=[f"+{secret}"],
+                      keys=["*"], channels=["*"], commands=["+@all"])
+    admin.close()
+    good = f"redis://chatflow-worker:{secret}@127.0.0.1:{locked.port}/0"
+    assert chatflow(good, "tools", "list").returncode == 0
+    bad = chatflow(f"redis://chatflow-worker:nope-{secret[:3]}x@127.0.0.1:{locked.port}/0",
+                   "tools", "list")
+    assert bad.returncode == 2 and "chatflow-worker:***@" in bad.stderr
