@@ -14,8 +14,9 @@ from chatflow.runtime.limits import Limits
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATFLOW_", extra="ignore")
 
-    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("REDIS_URL",
-                                                                               "CHATFLOW_REDIS_URL"))
+    # repr=False: the URL may carry a password, and a repr ends up in logs and tracebacks.
+    redis_url: str | None = Field(default=None, repr=False,
+                                  validation_alias=AliasChoices("REDIS_URL", "CHATFLOW_REDIS_URL"))
     redis_cluster: bool = False
     prefix: str = ""
     partitions: int = Field(default=4, ge=1, le=1024)

@@ -138,3 +138,14 @@ def test_an_acl_user_and_password_in_the_url_work_and_a_wrong_one_is_refused(
     bad = chatflow(f"redis://chatflow-worker:nope-{secret[:3]}x@127.0.0.1:{locked.port}/0",
                    "tools", "list")
     assert bad.returncode == 2 and "chatflow-worker:***@" in bad.stderr
+
+
+def test_no_repr_of_the_settings_or_the_server_shows_the_password(
+        locked: EmbeddedServer) -> None:
+    from chatflow.handlers.redis_client import redact
+    from chatflow.handlers.settings import Settings
+
+    assert locked.password
+    assert locked.password not in repr(Settings(redis_url=locked.url))
+    assert locked.password not in repr(locked)
+    assert redact(locked.url) == f"redis://:***@127.0.0.1:{locked.port}/0"
