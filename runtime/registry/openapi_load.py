@@ -164,7 +164,8 @@ def check_references(data: Any) -> None:
             continue
         for key in ("$ref", "$dynamicRef"):
             ref = value.get(key)
-            if key in value and not (isinstance(ref, str) and ref.startswith("#")):
+            # A non-string value is a property named "$ref" (under "properties"), not a reference.
+            if isinstance(ref, str) and not ref.startswith("#"):
                 raise OpenApiError(f"{_step(path, key)}: only references inside the document "
                                    "(starting with '#') are resolved; external references "
                                    "(files, URLs, other documents) are refused")
