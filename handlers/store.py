@@ -44,7 +44,8 @@ class LuaScript:
 
 COMMIT = LuaScript("commit")
 PUBLISH_ONCE = LuaScript("publish_once")
-SCRIPTS = (COMMIT, PUBLISH_ONCE)
+RENEW = LuaScript("renew")
+SCRIPTS = (COMMIT, PUBLISH_ONCE, RENEW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +324,16 @@ class Store:
         expect = key(k.state(n, t.expect[0])) if t.expect else 0
         return [ack_id, key(k.done(n, c.root_id)), expect, str(t.expect[1]) if t.expect else "",
                 1 if t.finishes_root else 0, c.root_id, key(k.deadlines(n)), ops]
+
+    async def renew_leases(self, calls: list[tuple[str, str, list[bytes]]],
+                           consumer: str) -> list[int]:
+        """Reset the idle time of ``consumer``'s pending entries, per (stream, group, ids)
+        (handlers/leases.py); returns how many each call renewed."""
+        def fill(pipe: Any) -> None:
+            for stream, group, ids in calls:
+                RENEW.queue(pipe, [stream], [group, consumer, *ids])
+
+        return [int(x) for x in await self._execute(fill)]
 
     async def publish_once(self, items: list[Publish]) -> list[int]:
         if not items:
