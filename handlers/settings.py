@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from glob import escape
 
@@ -13,6 +14,15 @@ from chatflow.runtime.blocks.media import MediaConfig
 from chatflow.runtime.egress import EgressPolicy
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.limits import Limits
+
+DEFAULT_REPLY_STREAMS = "stream:tool-results,stream:tool-results:*"
+
+
+def reply_matcher(prefix: str, patterns: str) -> Callable[[str], bool]:
+    """Whether a command's ``replyTo`` may name a stream: ``patterns`` is comma-separated
+    fnmatch patterns, each under the key ``prefix`` (CHATFLOW_REPLY_STREAMS)."""
+    full = [escape(prefix) + p.strip() for p in patterns.split(",") if p.strip()]
+    return lambda stream: any(fnmatchcase(stream, pattern) for pattern in full)
 
 
 class Settings(BaseSettings):
@@ -43,7 +53,7 @@ class Settings(BaseSettings):
     # Where a command's replyTo may point: comma-separated stream-name patterns (fnmatch),
     # each under the key prefix. Anything else is answered invalid_command on the default
     # result stream: a replyTo must never write into an internal key (stream:registry...).
-    reply_streams: str = "stream:tool-results,stream:tool-results:*"
+    reply_streams: str = DEFAULT_REPLY_STREAMS
     executions_maxlen: int = Field(default=0, ge=0)
     dedup_ttl_s: int = Field(default=86_400, ge=60)
     state_ttl_s: int = Field(default=3_600, ge=60)
@@ -107,15 +117,11 @@ class Settings(BaseSettings):
                 f"CHATFLOW_LEASE_RENEW_MS ({self.lease_renew_every_ms}) must be at most half of "
                 f"CHATFLOW_CLAIM_IDLE_MS ({self.claim_idle_ms}): a live worker's lease would "
                 "lapse between two renewals and its in-flight entries run twice")
-        if not self.reply_patterns():
+        if not self.reply_streams.strip(", "):
             raise ConfigurationError("CHATFLOW_REPLY_STREAMS names no stream pattern")
 
-    def reply_patterns(self) -> list[str]:
-        return [escape(self.prefix) + p.strip() for p in self.reply_streams.split(",") if p.strip()]
-
-    def reply_allowed(self, stream: str) -> bool:
-        """Whether a command's ``replyTo`` may name ``stream`` (CHATFLOW_REPLY_STREAMS)."""
-        return any(fnmatchcase(stream, pattern) for pattern in self.reply_patterns())
+    def reply_allowed(self) -> Callable[[str], bool]:
+        return reply_matcher(self.prefix, self.reply_streams)
 
     def limits(self) -> Limits:
         return Limits(

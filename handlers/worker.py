@@ -111,6 +111,7 @@ class Worker:
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen
+        self.intake.reply_allowed = s.reply_allowed()
         self.relay = Relay(self.store, s)
         self.leases = Leases(self.store, self.consumer,
                              max_hold_ms=s.tool_timeout_ms + s.claim_idle_ms)

@@ -121,8 +121,11 @@ class Machine:
             return self._fail(state, errors.tool_loop(state.publishedToolId, self.limits.max_hops),
                               now)
         if isinstance(block, ReturnBlock):
-            value = render(block.value, state.variables, state.context,
-                           max_chars=self.limits.max_rendered_chars)
+            try:
+                value = render(block.value, state.variables, state.context,
+                               max_chars=self.limits.max_rendered_chars)
+            except RenderTooLarge as exc:  # settle() plans too: a bomb must not fail the batch
+                return self._fail(state, ToolFailure("render_too_large", str(exc)), now)
             t = Transition(expect=(state.execId, state.version))
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
