@@ -228,6 +228,15 @@ class Store:
         flag = dict(zip(contacts, raw[len(tools):], strict=True))
         return [tool[pt] for pt in ids], [bool(flag[c]) for c in contact_ids]
 
+    async def answered(self, partition: int, root_ids: list[str]) -> list[bool]:
+        """Whether each tree's single outcome is claimed (its done key exists)."""
+        if not root_ids:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for root_id in root_ids:
+                pipe.exists(self.keys.done(partition, root_id))
+            return [bool(x) for x in await pipe.execute()]
+
     async def key_types(self, names: list[str]) -> list[str]:
         """``TYPE`` of each key (``none`` when absent), in one round trip."""
         if not names:
