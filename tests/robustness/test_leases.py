@@ -5,12 +5,16 @@ A killed worker's in-flight entries are still reclaimed: tests/chaos/test_worker
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from typing import Any
 
 import pytest
 
 from chatflow.handlers.worker import Worker
 from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.outcome import BlockOutcome
+from chatflow.runtime.state import ExecState
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer, Reply, Request, json_reply
@@ -72,4 +76,48 @@ async def test_a_lease_renewed_less_often_than_twice_per_claim_idle_time_is_refu
         assert "CHATFLOW_LEASE_RENEW_MS (600)" in str(refused.value)
         assert "CHATFLOW_CLAIM_IDLE_MS (1000)" in str(refused.value)
     finally:
+        await h.close()
+
+
+class Hanging:
+    """A block executor that never returns until the test lets it (a stuck worker)."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, state: ExecState, block: Any, now_ms: int) -> BlockOutcome:
+        self.entered.set()
+        await self.release.wait()
+        return BlockOutcome()
+
+
+async def test_a_stuck_workers_entry_is_reclaimed_once_held_past_the_tool_deadline(
+        redis_url: str, prefix: str) -> None:
+    h = Harness(redis_url, prefix, claim_idle_ms=CLAIM_IDLE_MS, claim_interval_ms=50,
+                tool_timeout_ms=1000)
+    hanging = Hanging()
+    stuck = Worker(h.settings, redis_url, extra_executors={"fetchMedia": hanging})
+    h.workers.append(stuck)
+    try:
+        await stuck.start()
+        block = {"type": "fetchMedia", "id": "m", "mode": "url", "mediaIdVariable": "",
+                 "urlVariable": "http://127.0.0.1:9/x", "base64Variable": "b",
+                 "mimeTypeVariable": "m", "onError": "blocking", "outputConditions": [],
+                 "defaultOutput": {"type": "block", "blockId": "r"}}
+        await h.put_tool("pt-stuck", tool("m", block, ret("r", "x")))
+        command = h.command("pt-stuck")
+        after = await h.mark()
+        await h.send(command)
+        await asyncio.wait_for(hanging.entered.wait(), 15)
+        rescuer = await h.start_worker()
+        # The reaper answers at the deadline; once the stuck worker has held the step past
+        # the deadline plus one idle period, its lease lapses and the rescuer acks it.
+        found = await h.results_after(after, {command.commandId})
+        (result,) = found[command.commandId]
+        assert result.error is not None and result.error.code == "tool_timeout"
+        await h.drained(h.keys.steps(h.keys.partition_of(command.commandId)), "chatflow-workers")
+        assert rescuer.recovery.reclaimed == 1
+    finally:
+        hanging.release.set()
         await h.close()
