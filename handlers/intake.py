@@ -83,16 +83,16 @@ class Intake:
                                    rejects: list[Publish]) -> list[tuple[bytes, ExecuteToolCommand]]:
         """Commands whose ``replyTo`` is allowed (CHATFLOW_REPLY_STREAMS) and is a stream, or
         absent; the others get an invalid_command result on the default result stream."""
-        named = sorted({c.replyTo for _, c in commands if c.replyTo is not None})
+        named = sorted({c.replyTo for _, c in commands if c.replyTo})
         types = dict(zip(named, await self.store.key_types(named), strict=True))
         kept: list[tuple[bytes, ExecuteToolCommand]] = []
         for entry_id, cmd in commands:
-            reply_to = cmd.replyTo
+            reply_to = cmd.replyTo  # "" like absent: the default stream, as before
             why = None
-            if reply_to is not None and not self.reply_allowed(reply_to):
+            if reply_to and not self.reply_allowed(reply_to):
                 why = (f"replyTo: {reply_to!r} is not an allowed reply stream "
                        "(CHATFLOW_REPLY_STREAMS)")
-            elif reply_to is not None and types[reply_to] not in ("none", "stream"):
+            elif reply_to and types[reply_to] not in ("none", "stream"):
                 why = f"replyTo: {reply_to!r} is a {types[reply_to]} key, not a stream"
             if why is None:
                 kept.append((entry_id, cmd))
@@ -107,7 +107,7 @@ class Intake:
         if head is None:
             return self._dead_letter(entry_id, fields, why)
         command_id, action_id, reply_to = head
-        if reply_to is not None and not self.reply_allowed(reply_to):
+        if reply_to and not self.reply_allowed(reply_to):
             reply_to = None
         return self._error_result(entry_id, command_id, action_id, reply_to, why)
 

@@ -138,8 +138,7 @@ class StepProcessor:
         block again after a crash changes nothing outside, so this keeps the at-least-once
         contract of side effects exactly as it was, and a tool of scripts, callTools and
         returns answers in the hop that took its command. The rounds stop after
-        ``run_ahead_budget_ms``, well inside the reclaim idle time, so a batch is never
-        held long enough for another worker to take it over."""
+        ``run_ahead_budget_ms``, so the other entries of a batch are not held for long."""
         machine = self.machine
         until = self.clock() + self.run_ahead_budget_ms
         for _ in range(machine.limits.max_hops * (machine.limits.max_depth + 1) + 1):
