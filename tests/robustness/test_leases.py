@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from chatflow.handlers.worker import Worker
+from chatflow.handlers.keys import COMMANDS_GROUP, STEPS_GROUP
+from chatflow.handlers.worker import Worker, ensure_groups
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.state import ExecState
+from chatflow.schemas.wire import ExecuteToolCommand
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer, Reply, Request, json_reply
@@ -120,4 +122,51 @@ async def test_a_stuck_workers_entry_is_reclaimed_once_held_past_the_tool_deadli
         assert rescuer.recovery.reclaimed == 1
     finally:
         hanging.release.set()
+        await h.close()
+
+
+def _command_in(h: Harness, partition: int, pt: str) -> ExecuteToolCommand:
+    for i in range(10_000):
+        cid = f"cmd-{pt}-{i}"
+        if h.keys.partition_of(cid) == partition:
+            return h.command(pt, command_id=cid)
+    raise AssertionError("no command id for the partition")
+
+
+async def test_a_slow_reclaimed_step_does_not_hold_up_reclaim_of_the_other_partitions(
+        redis_url: str, prefix: str, http_server: LoopbackServer) -> None:
+    release = threading.Event()
+    http_server.route("GET", "/slow", lambda _r: (release.wait(30), json_reply({"v": "slow"}))[1])
+    http_server.route("GET", "/quick", {"v": "quick"})
+    h = Harness(redis_url, prefix, claim_idle_ms=CLAIM_IDLE_MS, claim_interval_ms=50)
+    intake_only = Worker(h.settings, redis_url)  # never started: its intake alone
+    h.workers.append(intake_only)
+    try:
+        await ensure_groups(h.client, h.keys)
+        await intake_only.store.load_scripts()
+        for name in ("slow", "quick"):
+            await h.put_tool(f"pt-{name}", tool(
+                "h", http("h", f"{http_server.base}/{name}", to("r"), timeoutMs=30_000,
+                          responseBodyVariable="b"), ret("r", "{{b.v}}")))
+        # Reclaim visits partitions in order: the slow step's first.
+        slow, quick = _command_in(h, 0, "pt-slow"), _command_in(h, 1, "pt-quick")
+        after = await h.mark()
+        for command in (slow, quick):
+            await h.send(command)
+        (_s, entries), = await h.client.xreadgroup(COMMANDS_GROUP, "t", {h.keys.commands: ">"})
+        await intake_only.intake.process(entries)
+        # A worker that died holding both steps: they are pending, and nobody renews them.
+        for n in (0, 1):
+            (_s, steps), = await h.client.xreadgroup(STEPS_GROUP, "dead", {h.keys.steps(n): ">"})
+            assert len(steps) == 1
+        await h.start_worker()
+        found = await h.results_after(after, {quick.commandId}, timeout_s=10)
+        assert found[quick.commandId][0].result == "quick"
+        assert not release.is_set()  # the slow step is still in its HTTP call
+        release.set()
+        found = await h.results_after(after, {slow.commandId}, timeout_s=10)
+        assert found[slow.commandId][0].result == "slow"
+        assert sorted(r.path for r in http_server.requests) == ["/quick", "/slow"]
+    finally:
+        release.set()
         await h.close()
