@@ -61,3 +61,24 @@ async def test_the_reply_streams_setting_opens_other_streams(redis_url: str, pre
         assert found[command.commandId][0].result == "v"
     finally:
         await h.close()
+
+
+async def test_a_native_tool_call_cannot_reply_into_the_registry_log(harness: Harness) -> None:
+    from chatflow.handlers.native import load_native_tools
+    from chatflow.handlers.worker import Worker
+
+    worker = Worker(harness.settings, harness.url,
+                    native_tools=load_native_tools(["tests.bridge.native_tools"]))
+    await worker.start()
+    harness.workers.append(worker)
+    await harness.client.xadd(harness.keys.registry, {"event": "server-1"})
+    before = await harness.client.xrange(harness.keys.registry)
+    after = await harness.mark(harness.keys.native_results)
+    call = {"callId": "call-1", "tool": "openTicket", "arguments": {"subject": "s"},
+            "replyTo": harness.keys.registry}
+    await harness.client.xadd(harness.keys.native_calls("openTicket"),
+                              {"data": msgspec.json.encode(call)})
+    reply = await harness.client.xread({harness.keys.native_results: after}, block=15_000)
+    (_stream, entries), = reply
+    assert msgspec.json.decode(entries[0][1][b"data"])["callId"] == "call-1"
+    assert await harness.client.xrange(harness.keys.registry) == before
