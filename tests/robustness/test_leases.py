@@ -170,3 +170,31 @@ async def test_a_slow_reclaimed_step_does_not_hold_up_reclaim_of_the_other_parti
     finally:
         release.set()
         await h.close()
+
+
+async def test_a_lease_is_renewed_only_by_the_consumer_that_owns_the_entry(
+        redis_url: str, prefix: str) -> None:
+    from chatflow.handlers.keys import Keys
+    from chatflow.handlers.leases import Leases
+    from chatflow.handlers.redis_client import make_client
+    from chatflow.handlers.store import Store
+
+    keys = Keys(prefix, 1)
+    client = make_client(redis_url)
+    store = Store(client, keys, state_ttl_s=60, dedup_ttl_s=60, marker_ttl_s=60)
+    stream = keys.steps(0)
+    try:
+        await store.load_scripts()
+        await client.xgroup_create(stream, STEPS_GROUP, id="0", mkstream=True)
+        entry_id = await client.xadd(stream, {"d": "x"})
+        await client.xreadgroup(STEPS_GROUP, "a", {stream: ">"})
+        owner, other = Leases(store, "a", max_hold_ms=60_000), Leases(store, "b", max_hold_ms=60_000)
+        owner.hold(stream, STEPS_GROUP, [entry_id])
+        other.hold(stream, STEPS_GROUP, [entry_id])
+        assert await owner.renew() == 1
+        assert await other.renew() == 0  # b does not own it: no renewal, no takeover
+        (pending,) = await client.xpending_range(stream, STEPS_GROUP, min="-", max="+", count=1)
+        assert pending["consumer"] == b"a"
+        assert pending["times_delivered"] == 1  # renewals count no delivery
+    finally:
+        await client.aclose()
