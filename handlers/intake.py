@@ -11,7 +11,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 import structlog
@@ -25,7 +24,9 @@ from chatflow.schemas.definition import ToolDefinition
 from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
 from . import metrics
+from .commandhead import command_head
 from .keys import COMMANDS_GROUP, Keys
+from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .store import Commit, Publish, Store, dead_letter
 
 log = structlog.get_logger("chatflow.intake")
@@ -49,6 +50,7 @@ class Intake:
         self.clock = clock
         self.results_maxlen = 0
         self.run_ahead = run_ahead
+        self.reply_allowed = reply_matcher(self.keys.prefix, DEFAULT_REPLY_STREAMS)
 
     async def process(self, entries: list[Entry]) -> None:
         commands: list[tuple[bytes, ExecuteToolCommand]] = []
@@ -59,7 +61,8 @@ class Intake:
                 commands.append((entry_id, parsed))
             else:
                 rejects.append(parsed)
-        await self.store.publish_once(rejects)
+        commands = await self._check_reply_streams(commands, rejects)
+        await self.store.publish_once(rejects, answers=True)
         await self._start(commands)
         ids = [entry_id for entry_id, _ in entries]
         if ids:
@@ -76,18 +79,40 @@ class Intake:
         except RecursionError:  # nested deeper than the decoder's stack: one entry, not the batch
             return self._reject(entry_id, raw, fields, "invalid executeTool command: nested too deep")
 
+    async def _check_reply_streams(self, commands: list[tuple[bytes, ExecuteToolCommand]],
+                                   rejects: list[Publish]) -> list[tuple[bytes, ExecuteToolCommand]]:
+        """Commands whose ``replyTo`` is allowed (CHATFLOW_REPLY_STREAMS) and is a stream, or
+        absent; the others get an invalid_command result on the default result stream."""
+        named = sorted({c.replyTo for _, c in commands if c.replyTo})
+        types = dict(zip(named, await self.store.key_types(named), strict=True))
+        kept: list[tuple[bytes, ExecuteToolCommand]] = []
+        for entry_id, cmd in commands:
+            reply_to = cmd.replyTo  # "" like absent: the default stream, as before
+            why = None
+            if reply_to and not self.reply_allowed(reply_to):
+                why = (f"replyTo: {reply_to!r} is not an allowed reply stream "
+                       "(CHATFLOW_REPLY_STREAMS)")
+            elif reply_to and types[reply_to] not in ("none", "stream"):
+                why = f"replyTo: {reply_to!r} is a {types[reply_to]} key, not a stream"
+            if why is None:
+                kept.append((entry_id, cmd))
+                continue
+            log.warning("command refused", entry=entry_id.decode(), reason=why)
+            rejects.append(self._error_result(entry_id, cmd.commandId, cmd.action.id, None, why))
+        return kept
+
     def _reject(self, entry_id: bytes, raw: bytes, fields: dict[bytes, bytes], why: str) -> Publish:
         """An error result when a commandId can be read; otherwise a dead letter."""
-        try:
-            loose: Any = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError):
-            loose = None
-        command_id = loose.get("commandId") if isinstance(loose, dict) else None
-        if not isinstance(command_id, str) or not command_id:
+        head = command_head(raw)
+        if head is None:
             return self._dead_letter(entry_id, fields, why)
-        action = loose.get("action") if isinstance(loose.get("action"), dict) else {}
-        reply_to = loose.get("replyTo") if isinstance(loose.get("replyTo"), str) else None
-        action_id = action.get("id") if isinstance(action.get("id"), str) else None
+        command_id, action_id, reply_to = head
+        if reply_to and not self.reply_allowed(reply_to):
+            reply_to = None
+        return self._error_result(entry_id, command_id, action_id, reply_to, why)
+
+    def _error_result(self, entry_id: bytes, command_id: str, action_id: str | None,
+                      reply_to: str | None, why: str) -> Publish:
         root = RootInfo(command_id, ExecuteToolAction(id=action_id or "", toolId="",
                                                       publishedToolId=""),
                         reply_to, {}, "", {}, {}, self.clock())

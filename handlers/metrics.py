@@ -127,7 +127,7 @@ class _Answered(msgspec.Struct):
 _exec = msgspec.json.Decoder(_Executed)
 _usage = msgspec.json.Decoder(LlmUsageEvent)
 _result_ok = msgspec.json.Decoder(_Answered)
-_DROPPED = {0: "already_answered", -1: "stale", 2: "duplicate_command"}
+_DROPPED = {0: "already_answered", -1: "stale", 2: "duplicate_command", 3: "wrong_key_type"}
 
 
 def configure(max_tools: int) -> None:

@@ -36,8 +36,11 @@ from chatflow_agent.tools import Tool
 
 from .keys import NATIVE_GROUP, Keys
 from .redis_client import Client
+from .settings import reply_matcher
 
 log = structlog.get_logger("chatflow.native")
+# Where a call's replyTo may point (under the key prefix); anything else gets the default.
+NATIVE_REPLY_STREAMS = "stream:native-tool-results,stream:native-tool-results:*"
 Entry = tuple[bytes, dict[bytes, bytes]]
 
 
@@ -118,6 +121,7 @@ class NativeToolServer:
         self.keys = keys
         self.tools = dict(tools)
         self.results_maxlen = results_maxlen
+        self._reply_allowed = reply_matcher(keys.prefix, NATIVE_REPLY_STREAMS)
 
     async def start(self) -> None:
         """Create each tool's group (at id 0) and publish its spec."""
@@ -144,6 +148,10 @@ class NativeToolServer:
             return
         result = await self.run(call)
         stream = call.replyTo or self.keys.native_results
+        if not self._reply_allowed(stream):  # never an internal key (stream:registry...)
+            log.warning("native tool call replyTo refused; answered on the default stream",
+                        tool=name, replyTo=stream)
+            stream = self.keys.native_results
         maxlen = self.results_maxlen or None
         await self.client.xadd(stream, {"data": _encode.encode(result)}, maxlen=maxlen,
                                approximate=True)

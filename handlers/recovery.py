@@ -3,7 +3,9 @@
 Every worker runs these loops; they are idempotent, so several may race.
 Pending entries idle for ``claim_idle_ms`` are claimed with XPENDING + XCLAIM
 (XPENDING gives the delivery count, which XAUTOCLAIM does not) and go through
-the same processors as fresh entries. An entry delivered ``max_deliveries``
+the same processors as fresh entries. A live worker renews the leases of what it
+works on (handlers/leases.py), so only a dead or stuck worker's entries get that
+idle; entries this worker still holds are never taken again by it. An entry delivered ``max_deliveries``
 times is a poison message: it goes to the dead-letter stream, and the
 execution it belonged to is answered with an internal error.
 """
@@ -22,6 +24,7 @@ from chatflow.runtime.state import step_decoder
 
 from . import metrics
 from .keys import Keys
+from .leases import Leases
 from .settings import Settings
 from .store import Commit, Store, dead_letter
 
@@ -30,12 +33,14 @@ Entry = tuple[bytes, dict[bytes, bytes]]
 
 
 class Recovery:
-    def __init__(self, store: Store, machine: Machine, settings: Settings, consumer: str) -> None:
+    def __init__(self, store: Store, machine: Machine, settings: Settings, consumer: str,
+                 leases: Leases | None = None) -> None:
         self.store = store
         self.keys: Keys = store.keys
         self.machine = machine
         self.settings = settings
         self.consumer = consumer
+        self.leases = leases
         self.reaped = 0
         self.reclaimed = 0
         self.dead_lettered = 0
@@ -71,6 +76,9 @@ class Recovery:
         pending = await client.xpending_range(stream, group, min="-", max="+",
                                               count=self.settings.batch_size,
                                               idle=self.settings.claim_idle_ms)
+        if self.leases is not None:  # ours, and still running here: a lapsed renewal, not a death
+            held = self.leases.holds(stream, group)
+            pending = [p for p in pending if p["message_id"] not in held]
         if not pending:
             return 0
         ids = [p["message_id"] for p in pending]

@@ -51,7 +51,7 @@ class Relay:
         # A cluster pipeline runs on every node at once; results go out last, so whoever sees
         # a result (a flow, a test, a person tailing) also sees that tree's debug events.
         await self.store.publish_once(items)
-        await self.store.publish_once(answers)
+        await self.store.publish_once(answers, answers=True)
         items += answers
         ids = [entry_id for entry_id, _ in entries]
         outbox = self.keys.outbox(partition)

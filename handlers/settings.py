@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from glob import escape
+
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chatflow.runtime.blocks.ai import AIConfig
 from chatflow.runtime.blocks.media import MediaConfig
 from chatflow.runtime.egress import EgressPolicy
+from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.limits import Limits
+
+DEFAULT_REPLY_STREAMS = "stream:tool-results,stream:tool-results:*"
+
+
+def reply_matcher(prefix: str, patterns: str) -> Callable[[str], bool]:
+    """Whether a command's ``replyTo`` may name a stream: ``patterns`` is comma-separated
+    fnmatch patterns, each under the key ``prefix`` (CHATFLOW_REPLY_STREAMS)."""
+    full = [escape(prefix) + p.strip() for p in patterns.split(",") if p.strip()]
+    return lambda stream: any(fnmatchcase(stream, pattern) for pattern in full)
 
 
 class Settings(BaseSettings):
@@ -27,12 +41,20 @@ class Settings(BaseSettings):
     # At 700 the collector ran ~70 times per 1,000 executions and took a fifth of a
     # worker's CPU; nearly everything a step allocates is freed by refcounting anyway.
     gc_threshold: int = Field(default=10_000, ge=0)
+    # A pending entry is reclaimed once idle this long. Its owner renews the lease of every
+    # entry it works on (XCLAIM ... JUSTID) every lease_renew_ms (0: a third of claim_idle_ms),
+    # so only a dead or stuck worker's entries ever get that idle (handlers/leases.py).
     claim_idle_ms: int = Field(default=15_000, ge=100)
+    lease_renew_ms: int = Field(default=0, ge=0)
     claim_interval_ms: int = Field(default=2_000, ge=10)
     reaper_interval_ms: int = Field(default=500, ge=10)
     max_deliveries: int = Field(default=5, ge=1)
     debug_maxlen: int = Field(default=1000, ge=1)
     results_maxlen: int = Field(default=0, ge=0)
+    # Where a command's replyTo may point: comma-separated stream-name patterns (fnmatch),
+    # each under the key prefix. Anything else is answered invalid_command on the default
+    # result stream: a replyTo must never write into an internal key (stream:registry...).
+    reply_streams: str = DEFAULT_REPLY_STREAMS
     executions_maxlen: int = Field(default=0, ge=0)
     dedup_ttl_s: int = Field(default=86_400, ge=60)
     state_ttl_s: int = Field(default=3_600, ge=60)
@@ -84,6 +106,23 @@ class Settings(BaseSettings):
 
     def cors_origins(self) -> list[str]:
         return _items(self.api_cors_origins)
+
+    @property
+    def lease_renew_every_ms(self) -> int:
+        return self.lease_renew_ms or max(10, self.claim_idle_ms // 3)
+
+    def check(self) -> None:
+        """Refuse settings that contradict each other, naming both (at worker start)."""
+        if self.lease_renew_every_ms * 2 > self.claim_idle_ms:
+            raise ConfigurationError(
+                f"CHATFLOW_LEASE_RENEW_MS ({self.lease_renew_every_ms}) must be at most half of "
+                f"CHATFLOW_CLAIM_IDLE_MS ({self.claim_idle_ms}): a live worker's lease would "
+                "lapse between two renewals and its in-flight entries run twice")
+        if not self.reply_streams.strip(", "):
+            raise ConfigurationError("CHATFLOW_REPLY_STREAMS names no stream pattern")
+
+    def reply_allowed(self) -> Callable[[str], bool]:
+        return reply_matcher(self.prefix, self.reply_streams)
 
     def limits(self) -> Limits:
         return Limits(

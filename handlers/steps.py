@@ -79,6 +79,7 @@ class StepProcessor:
         # known: one slow endpoint must not hold the other entries of its batch.
         results: list[Transition | Pending | None] = [
             self._decide(m, s) for (_, m), s in zip(msgs, states, strict=True)]
+        await self._drop_answered(partition, results)
         running = {asyncio.create_task(self._run_bound(r)): i
                    for i, r in enumerate(results) if isinstance(r, Pending)}
         wave = [i for i, r in enumerate(results) if not isinstance(r, Pending)]
@@ -99,6 +100,18 @@ class StepProcessor:
             for task in running:  # only after an error: their entries are reclaimed
                 task.cancel()
         self.steps_done += len(entries)
+
+    async def _drop_answered(self, partition: int,
+                             results: list[Transition | Pending | None]) -> None:
+        """A block with side effects runs only while its tree is unanswered. The version
+        check cannot tell: the state inlined in a step entry is the one its step expects,
+        while a cancel or the deadline reaper answered the tree after it was written. The
+        tree's done key can: a Pending whose tree is done becomes a bare ack."""
+        waiting = [i for i, r in enumerate(results) if isinstance(r, Pending)]
+        roots = [r.state.rootId for r in results if isinstance(r, Pending)]
+        for i, done in zip(waiting, await self.store.answered(partition, roots), strict=True):
+            if done:
+                results[i] = None
 
     async def _commit_wave(self, partition: int,
                            decided: list[tuple[tuple[bytes, StepMsg], ExecState | None,
@@ -125,8 +138,7 @@ class StepProcessor:
         block again after a crash changes nothing outside, so this keeps the at-least-once
         contract of side effects exactly as it was, and a tool of scripts, callTools and
         returns answers in the hop that took its command. The rounds stop after
-        ``run_ahead_budget_ms``, well inside the reclaim idle time, so a batch is never
-        held long enough for another worker to take it over."""
+        ``run_ahead_budget_ms``, so the other entries of a batch are not held for long."""
         machine = self.machine
         until = self.clock() + self.run_ahead_budget_ms
         for _ in range(machine.limits.max_hops * (machine.limits.max_depth + 1) + 1):

@@ -11,10 +11,12 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from importlib import resources
 from typing import Any
 
 import msgspec
+import structlog
 from redis.exceptions import NoScriptError
 
 from chatflow.runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
@@ -22,6 +24,25 @@ from chatflow.schemas.wire import DeadLetter
 
 from .keys import STEPS_GROUP, Keys
 from .redis_client import Client
+
+log = structlog.get_logger("chatflow.store")
+
+
+class Verdict(IntEnum):
+    """What commit.lua did with one record. The script reads this very enum: ``LuaScript``
+    renders it into the source as the table ``V``, so the two sides cannot drift apart."""
+
+    ALREADY_ANSWERED = 0  # the tree's done key exists: dropped (acked)
+    COMMITTED = 1
+    STALE = -1  # an expected version moved on: dropped (acked)
+    DUPLICATE = 2  # the commandId guard exists: the command ran already (acked)
+    WRONG_TYPE = 3  # a key it writes holds another type: nothing written, not acked
+
+
+def lua_table(name: str, enum: type[IntEnum]) -> str:
+    """``local NAME = {MEMBER = value, ...}``: a Python enum as Lua source."""
+    fields = ", ".join(f"{member.name} = {int(member.value)}" for member in enum)
+    return f"local {name} = {{{fields}}}\n"
 
 
 class LuaScript:
@@ -32,8 +53,9 @@ class LuaScript:
     e.g. when Redis restarted) instead.
     """
 
-    def __init__(self, name: str) -> None:
-        self.source = resources.files("chatflow.handlers").joinpath(f"lua/{name}.lua").read_text()
+    def __init__(self, name: str, header: str = "") -> None:
+        self.source = header + resources.files("chatflow.handlers").joinpath(
+            f"lua/{name}.lua").read_text()
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
     def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
@@ -42,9 +64,10 @@ class LuaScript:
         pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
-COMMIT = LuaScript("commit")
+COMMIT = LuaScript("commit", header=lua_table("V", Verdict))
 PUBLISH_ONCE = LuaScript("publish_once")
-SCRIPTS = (COMMIT, PUBLISH_ONCE)
+RENEW = LuaScript("renew")
+SCRIPTS = (COMMIT, PUBLISH_ONCE, RENEW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +90,8 @@ class Targets:
 
 _msgpack = msgspec.msgpack.Encoder()
 INLINE_STATE_MAX = 16 * 1024  # larger states are read from their key, not copied
-COMMITTED, ALREADY_ANSWERED, STALE, DUPLICATE = 1, 0, -1, 2
+COMMITTED, ALREADY_ANSWERED, STALE, DUPLICATE = (
+    Verdict.COMMITTED, Verdict.ALREADY_ANSWERED, Verdict.STALE, Verdict.DUPLICATE)
 
 
 @dataclass(slots=True)
@@ -204,6 +228,24 @@ class Store:
         flag = dict(zip(contacts, raw[len(tools):], strict=True))
         return [tool[pt] for pt in ids], [bool(flag[c]) for c in contact_ids]
 
+    async def answered(self, partition: int, root_ids: list[str]) -> list[bool]:
+        """Whether each tree's single outcome is claimed (its done key exists)."""
+        if not root_ids:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for root_id in root_ids:
+                pipe.exists(self.keys.done(partition, root_id))
+            return [bool(x) for x in await pipe.execute()]
+
+    async def key_types(self, names: list[str]) -> list[str]:
+        """``TYPE`` of each key (``none`` when absent), in one round trip."""
+        if not names:
+            return []
+        async with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.type(name)
+            return [_text(t) for t in await pipe.execute()]
+
     async def debug_flags(self, contact_ids: list[str]) -> list[bool]:
         if not contact_ids:
             return []
@@ -249,12 +291,27 @@ class Store:
     async def commit(self, commits: list[Commit]) -> list[int]:
         """Commit transitions, one script call per partition for the whole batch (each
         transition atomic on its own); returns each one's verdict, in order."""
+        verdicts = await self._commit(commits, redirect=False)
+        wrong = [i for i, v in enumerate(verdicts) if v == Verdict.WRONG_TYPE]
+        if wrong:
+            # A key the transition writes holds another type: a replyTo stream someone
+            # turned into a string, say. Its answer goes to the default result stream
+            # instead (debug events are dropped), so the command is still answered.
+            again = await self._commit([commits[i] for i in wrong], redirect=True)
+            for i, verdict in zip(wrong, again, strict=True):
+                verdicts[i] = verdict
+                log.error("commit met a key of the wrong type; answer redirected to the "
+                          "default result stream", root_id=commits[i].root_id,
+                          redirected=verdict != Verdict.WRONG_TYPE)
+        return verdicts
+
+    async def _commit(self, commits: list[Commit], *, redirect: bool) -> list[int]:
         if not commits:
             return []
         by_partition: dict[int, list[int]] = {}
         for i, c in enumerate(commits):
             by_partition.setdefault(c.partition, []).append(i)
-        batches = [(n, idx, self._batch_args(n, [commits[i] for i in idx]))
+        batches = [(n, idx, self._batch_args(n, [commits[i] for i in idx], redirect))
                    for n, idx in by_partition.items()]
 
         def fill(pipe: Any) -> None:
@@ -267,7 +324,8 @@ class Store:
                 verdicts[i] = int(verdict)
         return verdicts
 
-    def _batch_args(self, n: int, commits: list[Commit]) -> tuple[list[str], list[Any]]:
+    def _batch_args(self, n: int, commits: list[Commit],
+                    redirect: bool = False) -> tuple[list[str], list[Any]]:
         keys = [self.keys.steps(n)]
         index = {keys[0]: 1}
 
@@ -277,10 +335,10 @@ class Store:
                 index[name] = len(keys)
             return index[name]
 
-        records = [self._record(c, key) for c in commits]
+        records = [self._record(c, key, redirect) for c in commits]
         return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records)]
 
-    def _record(self, c: Commit, key: Callable[[str], int]) -> list[Any]:
+    def _record(self, c: Commit, key: Callable[[str], int], redirect: bool = False) -> list[Any]:
         # Ops are (name, key index, a, b, c). Lua's cmsgpack knows no msgpack bin type, so
         # blobs (UTF-8 JSON) travel as str; this runs once per op of every transition.
         k, n, t = self.keys, c.partition, c.transition
@@ -309,12 +367,7 @@ class Store:
                        and len(inline) <= INLINE_STATE_MAX else None)
                 out = state_encoder.encode(StepOut(step.e, step.v, step.k, step.child, raw))
                 add(("step", steps_key, out.decode(), "", ""))
-        for emit in t.emits:
-            if self.direct:
-                stream, maxlen = self.targets.resolve(emit.kind, emit.key)
-                add(("pub", key(stream), emit.data.decode(), maxlen, ""))
-            else:
-                add(("xadd", key(k.outbox(n)), emit.kind, emit.key, emit.data.decode()))
+        self._emit_ops(t, n, key, add, redirect)
         for entry in t.log:
             add(("log", key(k.events(n, entry.execId)), state_encoder.encode(entry).decode(),
                  state_ttl, ""))
@@ -324,7 +377,34 @@ class Store:
         return [ack_id, key(k.done(n, c.root_id)), expect, str(t.expect[1]) if t.expect else "",
                 1 if t.finishes_root else 0, c.root_id, key(k.deadlines(n)), ops]
 
-    async def publish_once(self, items: list[Publish]) -> list[int]:
+    async def renew_leases(self, calls: list[tuple[str, str, list[bytes]]],
+                           consumer: str) -> list[int]:
+        """Reset the idle time of ``consumer``'s pending entries, per (stream, group, ids)
+        (handlers/leases.py); returns how many each call renewed."""
+        def fill(pipe: Any) -> None:
+            for stream, group, ids in calls:
+                RENEW.queue(pipe, [stream], [group, consumer, *ids])
+
+        return [int(x) for x in await self._execute(fill)]
+
+    def _emit_ops(self, t: Transition, n: int, key: Callable[[str], int],
+                  add: Callable[[tuple[str, int, Any, Any, Any]], None], redirect: bool) -> None:
+        """Ops for the transition's public messages. ``redirect``: a result goes to the
+        default result stream and debug events are dropped (Store.commit, WRONG_TYPE)."""
+        for emit in t.emits:
+            if redirect and emit.kind == "debug":
+                continue
+            target = "" if redirect and emit.kind == "result" else emit.key
+            if self.direct:
+                stream, maxlen = self.targets.resolve(emit.kind, target)
+                add(("pub", key(stream), emit.data.decode(), maxlen, ""))
+            else:
+                add(("xadd", key(self.keys.outbox(n)), emit.kind, target, emit.data.decode()))
+
+    async def publish_once(self, items: list[Publish], *, answers: bool = False) -> list[int]:
+        """Publish each item once: 1 written, 0 written before, -1 refused (its stream is a
+        key of another type). ``answers``: a refused result goes to the default result
+        stream instead, so its command is still answered."""
         if not items:
             return []
 
@@ -332,4 +412,15 @@ class Store:
             for p in items:
                 PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen])
 
-        return [int(x) for x in await self._execute(fill)]
+        verdicts = [int(x) for x in await self._execute(fill)]
+        results = self.keys.results
+        refused = [i for i, v in enumerate(verdicts) if v == -1 and items[i].stream != results]
+        if answers and refused:
+            log.error("result stream holds another type; answers redirected to the default "
+                      "result stream", streams=sorted({items[i].stream for i in refused}))
+            again = await self.publish_once([Publish(
+                results, Keys.sent_marker(results, items[i].marker), items[i].data,
+                self.targets.results_maxlen) for i in refused])
+            for i, verdict in zip(refused, again, strict=True):
+                verdicts[i] = verdict
+        return verdicts

@@ -41,6 +41,7 @@ from .batches import Entry, entries_of, raw_broker, raw_entries
 from .health import HealthServer
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .leases import Leases
 from .native import NativeToolServer
 from .projections.execlog import ExecutionLog, trim_source
 from .recovery import Recovery
@@ -80,6 +81,7 @@ class Worker:
 
     def __post_init__(self) -> None:
         s = self.settings
+        s.check()  # contradicting settings are refused here, naming both
         self.keys = Keys(s.prefix, s.partitions)
         self.client = make_client(self.url, cluster=s.redis_cluster)
         self.store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
@@ -109,8 +111,11 @@ class Worker:
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen
+        self.intake.reply_allowed = s.reply_allowed()
         self.relay = Relay(self.store, s)
-        self.recovery = Recovery(self.store, self.machine, s, self.consumer)
+        self.leases = Leases(self.store, self.consumer,
+                             max_hold_ms=s.tool_timeout_ms + s.claim_idle_ms)
+        self.recovery = Recovery(self.store, self.machine, s, self.consumer, self.leases)
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
@@ -132,10 +137,7 @@ class Worker:
         s = self.settings
 
         async def handle(entries: list[Entry]) -> None:
-            await self._slots.acquire()
-            task = asyncio.create_task(self._guarded(process, entries))
-            self._inflight.add(task)
-            task.add_done_callback(self._inflight.discard)
+            await self._take(stream, group, process, entries)
 
         self.broker.subscriber(
             stream=StreamSub(stream, group=group, consumer=self.consumer, batch=True,
@@ -154,6 +156,27 @@ class Worker:
             self._sub(self.keys.executions, PROJECTION_GROUP, self.projection.process)
         for name in self.native.tools:
             self._sub(self.keys.native_calls(name), NATIVE_GROUP, _bind_native(self.native.process, name))
+
+    async def _take(self, stream: str, group: str, process: Process,
+                    entries: list[Entry]) -> None:
+        """Start a batch under the worker's concurrency limit, fresh or reclaimed alike; its
+        entries stay leased to this worker (handlers/leases.py) until it ends."""
+        release = self.leases.hold(stream, group, [entry_id for entry_id, _ in entries])
+        try:
+            await self._slots.acquire()
+        except BaseException:
+            release()
+            raise
+        task = asyncio.create_task(self._guarded(process, entries))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        task.add_done_callback(lambda _t: release())
+
+    def _dispatch(self, stream: str, group: str, process: Process) -> Process:
+        async def take(entries: list[Entry]) -> None:
+            await self._take(stream, group, process, entries)
+
+        return take
 
     async def _guarded(self, process: Process, entries: list[Entry]) -> None:
         try:
@@ -205,16 +228,22 @@ class Worker:
             await asyncio.sleep(delay_ms / 1000)
 
     async def _reclaim_all(self) -> None:
-        k = self.keys
-        await self.recovery.reclaim(k.commands, COMMANDS_GROUP, -1, self.intake.process, "commands")
+        """Reclaimed entries go through ``_take`` like fresh ones: same processors, same
+        concurrency limit, and this loop goes on to the next stream at once."""
+        k, d = self.keys, self._dispatch
+        await self.recovery.reclaim(k.commands, COMMANDS_GROUP, -1,
+                                    d(k.commands, COMMANDS_GROUP, self.intake.process), "commands")
         for n in range(k.partitions):
             await self.recovery.reclaim(k.steps(n), STEPS_GROUP, n,
-                                        _bind(self.steps.process, n), "steps")
+                                        d(k.steps(n), STEPS_GROUP, _bind(self.steps.process, n)),
+                                        "steps")
             await self.recovery.reclaim(k.outbox(n), RELAY_GROUP, n,
-                                        _bind(self.relay.process, n), "outbox")
+                                        d(k.outbox(n), RELAY_GROUP, _bind(self.relay.process, n)),
+                                        "outbox")
         if self.settings.projections_enabled:
             await self.recovery.reclaim(k.executions, PROJECTION_GROUP, -1,
-                                        self.projection.process, "projection")
+                                        d(k.executions, PROJECTION_GROUP, self.projection.process),
+                                        "projection")
 
     async def _reap_all(self) -> None:
         for n in range(self.keys.partitions):
@@ -238,6 +267,7 @@ class Worker:
         s = self.settings
         self._loops = [
             asyncio.create_task(self._every(s.claim_interval_ms, self._reclaim_all)),
+            asyncio.create_task(self._every(s.lease_renew_every_ms, self.leases.renew)),
             asyncio.create_task(self._every(s.reaper_interval_ms, self._reap_all)),
             asyncio.create_task(self._every(60_000, self._trim_executions)),
         ]

@@ -39,6 +39,9 @@ Block = Any  # one of schemas.definition's block models
 # and a callTool, whose only I/O reads the child's definition. Running one again after a
 # crash changes nothing outside, so a handler may run it in whichever hop reaches it.
 INERT_BLOCKS = frozenset({"executeScript", "callTool"})
+# A block that fails this close to the tree's deadline was cut short by it: its timer was
+# armed with the remaining time, read in whole milliseconds, and may fire a hair early.
+DEADLINE_SLACK_MS = 5
 
 
 def _err(failure: ToolFailure) -> ToolError:
@@ -121,8 +124,11 @@ class Machine:
             return self._fail(state, errors.tool_loop(state.publishedToolId, self.limits.max_hops),
                               now)
         if isinstance(block, ReturnBlock):
-            value = render(block.value, state.variables, state.context,
-                           max_chars=self.limits.max_rendered_chars)
+            try:
+                value = render(block.value, state.variables, state.context,
+                               max_chars=self.limits.max_rendered_chars)
+            except RenderTooLarge as exc:  # settle() plans too: a bomb must not fail the batch
+                return self._fail(state, ToolFailure("render_too_large", str(exc)), now)
             t = Transition(expect=(state.execId, state.version))
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
@@ -139,6 +145,11 @@ class Machine:
         state.variables.update(outcome.writes)
         t.emits.extend(outcome.emits)
         failure = outcome.error
+        if failure is not None and not failure.fatal and now + DEADLINE_SLACK_MS >= state.deadlineMs:
+            # A block's own timeout is capped at the tree's remaining time: when that cap is
+            # what cut it short, the answer is the tree's timeout, whatever onError says.
+            failure = errors.tool_timeout(state.root.action.publishedToolId,
+                                          self.limits.tool_timeout_ms)
         if failure is not None and (failure.fatal or block.onError == "blocking"):
             self._log_block(state, block, outcome, None, t, now)
             return self._finish(state, "", failure, now, t)

@@ -5,8 +5,12 @@
 -- ARGV[3] msgpack array of records:
 --   {ack id|'', done key idx|0, expect key idx|0, expected version|'', answers 0|1, root id,
 --    deadlines key idx|0, ops}
---   op = {name, key idx, a, b, c}; 'guardnx' and 'expect' ops are checked before any write
--- Returns one verdict per record: 1 committed, 0 tree already answered, -1 stale, 2 duplicate.
+--   op = {name, key idx, a, b, c}
+-- Returns one verdict per record, from the table V that handlers/store.py renders above
+-- this line out of its Verdict enum (the one definition both sides read).
+-- A record never fails halfway: every check (key types, the done key, every expected
+-- version, the commandId guard) runs before its first write. A record refused for a key
+-- of the wrong type (WRONG_TYPE) is not acked: the caller may redirect and retry it.
 local function ack(id)
   if id ~= '' then
     redis.call('XACK', KEYS[1], ARGV[1], id)
@@ -14,11 +18,28 @@ local function ack(id)
   end
 end
 
+-- The type each op needs its key to be (absent is fine: the write creates it).
+local WANTS = {state = 'hash', expect = 'hash', step = 'stream', pub = 'stream',
+               xadd = 'stream', log = 'stream', zadd = 'zset', guardnx = 'string',
+               setex = 'string'}
+local types = {}
+
+local function fits(key, want)
+  local t = types[key]
+  if t == nil then
+    t = redis.call('TYPE', key)['ok']
+    types[key] = t
+  end
+  return t == 'none' or t == want
+end
+
 local expiring = {}
 
 local function apply(o)
   local op, key = o[1], KEYS[o[2]]
-  if op == 'state' then
+  if op == 'guardnx' then
+    redis.call('SET', key, o[3], 'EX', o[4])
+  elseif op == 'state' then
     redis.call('HSET', key, 'v', o[3], 's', o[4])
     redis.call('EXPIRE', key, o[5])
   elseif op == 'step' then
@@ -44,28 +65,41 @@ local function apply(o)
   end
 end
 
+-- The verdict of a record's checks, or nil when it may be written. Reads only.
+local function check(id, done, expect, version, answers, deadlines, ops)
+  if done ~= 0 and redis.call('EXISTS', KEYS[done]) == 1 then return V.ALREADY_ANSWERED end
+  if (expect ~= 0 and not fits(KEYS[expect], 'hash'))
+      or (answers == 1 and deadlines ~= 0 and not fits(KEYS[deadlines], 'zset')) then
+    return V.WRONG_TYPE
+  end
+  for _, o in ipairs(ops) do
+    if not fits(KEYS[o[2]], WANTS[o[1]]) then return V.WRONG_TYPE end
+  end
+  for _, o in ipairs(ops) do
+    if o[1] == 'guardnx' and redis.call('EXISTS', KEYS[o[2]]) == 1 then return V.DUPLICATE end
+  end
+  if expect ~= 0 and redis.call('HGET', KEYS[expect], 'v') ~= version then return V.STALE end
+  for _, o in ipairs(ops) do
+    if o[1] == 'expect' and redis.call('HGET', KEYS[o[2]], 'v') ~= o[3] then return V.STALE end
+  end
+  return nil
+end
+
 local function commit(r)
   local id, done, expect, version, answers, root, deadlines, ops =
     r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
-  if done ~= 0 and redis.call('EXISTS', KEYS[done]) == 1 then ack(id) return 0 end
-  if expect ~= 0 and redis.call('HGET', KEYS[expect], 'v') ~= version then ack(id) return -1 end
-  for _, o in ipairs(ops) do
-    if o[1] == 'guardnx' and not redis.call('SET', KEYS[o[2]], o[3], 'NX', 'EX', o[4]) then
-      ack(id) return 2
-    end
-    if o[1] == 'expect' and redis.call('HGET', KEYS[o[2]], 'v') ~= o[3] then
-      ack(id) return -1
-    end
-  end
+  local refused = check(id, done, expect, version, answers, deadlines, ops)
+  if refused == V.WRONG_TYPE then return refused end
+  if refused ~= nil then ack(id) return refused end
   if answers == 1 then
     redis.call('SET', KEYS[done], '1', 'EX', ARGV[2])
     redis.call('ZREM', KEYS[deadlines], root)
   end
   for _, o in ipairs(ops) do
-    if o[1] ~= 'guardnx' and o[1] ~= 'expect' then apply(o) end
+    if o[1] ~= 'expect' then apply(o) end
   end
   ack(id)
-  return 1
+  return V.COMMITTED
 end
 
 local verdicts = {}

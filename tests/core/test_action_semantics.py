@@ -55,7 +55,7 @@ async def test_result_echoes_command_and_action_ids(harness: Harness) -> None:
 
 async def test_results_go_to_the_reply_stream_the_command_names(harness: Harness) -> None:
     await harness.put_tool("pt-ok", tool("r", ret("r", "v")))
-    reply = harness.keys.prefix + "stream:my-replies"
+    reply = harness.keys.prefix + "stream:tool-results:my-replies"
     import msgspec
 
     command = msgspec.structs.replace(harness.command("pt-ok"), replyTo=reply)

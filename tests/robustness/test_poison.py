@@ -235,3 +235,30 @@ async def test_a_step_that_keeps_failing_is_dead_lettered_after_max_deliveries(
         assert (await harness.run("pt-alive")).result == "alive"
     finally:
         await harness.close()
+
+
+async def test_a_command_nested_twenty_thousand_levels_deep_gets_an_invalid_command_result(
+        harness: Harness) -> None:
+    deep = nested(20_000)
+    raw = ('{"commandId": "cmd-deep", "action": {"id": "act-deep", "type": "executeTool", '
+           '"toolId": "t", "publishedToolId": "pt"}, "context": {"contactId": "c", '
+           f'"variables": {{"x": {deep}}}}}}}')
+    after = await harness.mark()
+    await harness.publish_raw({"data": raw})
+    found = await harness.results_after(after, {"cmd-deep"}, timeout_s=15)
+    (result,) = found["cmd-deep"]
+    assert result.error is not None and result.error.code == "invalid_command"
+    assert "nested too deep" in result.error.message
+    assert result.actionId == "act-deep"
+    await harness.drained(harness.keys.commands, COMMANDS_GROUP)
+    assert await harness.stream(harness.keys.dead_letters) == []
+
+
+async def test_a_return_too_large_after_an_inert_block_answers_render_too_large(
+        harness: Harness) -> None:
+    # The return is planned inside the intake's run-ahead, not on the step path.
+    await harness.put_tool("pt-bomb", tool("s", script("s", "return 1", "n", {"type": "block",
+                                                                               "blockId": "r"}),
+                                           ret("r", "{{x}}" * 1_000)))
+    result = await harness.run("pt-bomb", variables={"x": "x" * 100_000}, timeout_s=15)
+    assert result.error is not None and result.error.code == "render_too_large"
