@@ -17,7 +17,7 @@ def isolation(request: pytest.FixtureRequest) -> str:
 async def sandbox(isolation: str) -> AsyncIterator[ScriptSandbox]:
     box = ScriptSandbox(TEST_LIMITS, isolation=isolation)  # type: ignore[arg-type]
     yield box
-    box.close()
+    await box.aclose()
 
 
 @pytest.fixture
@@ -25,4 +25,4 @@ async def roomy_sandbox(isolation: str) -> AsyncIterator[ScriptSandbox]:
     """Generous time limit, so that memory bombs reach the memory limit first."""
     box = ScriptSandbox(ROOMY_LIMITS, isolation=isolation)  # type: ignore[arg-type]
     yield box
-    box.close()
+    await box.aclose()
