@@ -5,7 +5,7 @@ rendered again, so a variable can never expand into more templates (no
 interpolation bombs). The rendered text is capped by ``max_chars``.
 
 URLs are rendered by :func:`render_url`: values are percent-encoded for the part of
-the URL they land in, and never set the scheme, host or port (docs/blocks.md).
+the URL they land in, and never set the scheme, host or port (docs/security.md).
 """
 
 from __future__ import annotations
