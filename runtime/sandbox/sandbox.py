@@ -77,6 +77,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         self._queue: FairQueue[_Pending] = FairQueue()
         self._drainers: set[asyncio.Task[None]] = set()
         self._busy = 0  # lanes running a batch right now
+        self._serving: dict[int, tuple[_Lane, asyncio.Task[None]]] = {}  # lanes with a drainer
         self._closed = False
 
     @property
@@ -160,6 +161,10 @@ the free lanes), and runs it in one eval. Jobs a batch did not
 
     def _dispatch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Give queued work to idle lanes, starting new lanes up to the limit."""
+        for key, (lane, drainer) in list(self._serving.items()):
+            if drainer.get_loop().is_closed():  # its loop ended mid-batch: reuse the lane
+                del self._serving[key]
+                self._idle.append(lane)
         while self._queue and not self._closed:
             if self._idle:
                 lane = self._idle.pop()
@@ -171,6 +176,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
             drainer = loop.create_task(self._drain(lane))
             self._drainers.add(drainer)
             drainer.add_done_callback(self._drainers.discard)
+            self._serving[id(lane)] = (lane, drainer)
 
     async def _drain(self, lane: _Lane) -> None:
         try:
@@ -187,8 +193,11 @@ the free lanes), and runs it in one eval. Jobs a batch did not
                     finally:
                         self._busy -= 1
         finally:
-            if not self._closed:
-                self._idle.append(lane)
+            entry = self._serving.get(id(lane))
+            if entry is not None and entry[1] is asyncio.current_task():
+                del self._serving[id(lane)]
+                if not self._closed:
+                    self._idle.append(lane)
 
     def _batch_size(self) -> int:
         """Share the queue between the lanes that are free, so none waits behind another."""

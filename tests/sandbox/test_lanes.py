@@ -91,3 +91,12 @@ async def test_the_sandbox_worker_process_gets_an_empty_environment(
         assert b"not-for-scripts" not in raw and b"secret" not in raw
     finally:
         await box.aclose()
+
+
+def test_a_lane_keeps_working_from_one_event_loop_to_the_next() -> None:
+    box = ScriptSandbox(FAIR_LIMITS, isolation="in_process", lanes=1)
+    try:
+        assert asyncio.run(run(box, "return 1")).value == 1
+        assert asyncio.run(run(box, "return 2")).value == 2
+    finally:
+        box.close()
