@@ -5,10 +5,9 @@ is terminated (time budget, memory limit, engine error), the finished outcomes a
 back from the runner, the context is replaced by a fresh one, and:
 
 * the job that was running is blamed if it is the only one, if it was killed by the memory
-  limit, or if it had already used its own timeout; otherwise it is rerun alone with its
-  full timeout;
-* the jobs after it are handed back unrun (``None``), so the scheduler can serve other
-  tools before them;
+  limit, or if it had already used its own timeout; otherwise it is handed back unrun
+  (``None``), like the jobs after it, so the scheduler can serve other tools first (the
+  first job of a batch always gets its full time, so every batch makes progress);
 * if every job had returned, deferred work (promise callbacks, which V8 runs when the
   batch's eval unwinds) ran away: a lone job is blamed, a batch reruns one job at a time,
   so the job that queued the runaway callback gets ``script_timeout`` and no other;
@@ -125,8 +124,7 @@ class BatchExecutor:
             or (failure.kind == "timeout" and used_its_time)
         ):
             results[current] = self._blame(failure, job)
-        else:
-            segments.appendleft(_Segment([current]))
+        # else: cut short by the shared budget before its own timeout; it stays None too.
 
     def _deferred_ran_away(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Container
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -36,17 +37,31 @@ class FairQueue(Generic[T]):
             queue = self._queues[owner] = deque()
         queue.extendleft(reversed(items))
 
-    def take(self, limit: int) -> list[tuple[str, T]]:
-        """Up to ``limit`` items, one per owner per turn; served owners move to the back."""
+    def take(self, limit: int, slow: Container[str] = ()) -> list[tuple[str, T]]:
+        """Up to ``limit`` items, one per owner per turn; served owners move to the back.
+
+        A ``slow`` owner's item is a batch on its own when that owner's turn comes, and
+        is left out of other batches, so quick owners' results never wait behind it.
+        """
+        first = next(iter(self._queues), None)
+        if first is not None and first in slow:
+            return [self._pop(first)]
         taken: list[tuple[str, T]] = []
-        while self._queues and len(taken) < limit:
-            owner, queue = next(iter(self._queues.items()))
-            taken.append((owner, queue.popleft()))
-            if queue:
-                self._queues.move_to_end(owner)
-            else:
-                del self._queues[owner]
+        while len(taken) < limit:
+            owner = next((o for o in self._queues if o not in slow), None)
+            if owner is None:
+                break
+            taken.append(self._pop(owner))
         return taken
+
+    def _pop(self, owner: str) -> tuple[str, T]:
+        queue = self._queues[owner]
+        item = queue.popleft()
+        if queue:
+            self._queues.move_to_end(owner)
+        else:
+            del self._queues[owner]
+        return owner, item
 
     def drain(self) -> list[T]:
         items = [item for queue in self._queues.values() for item in queue]

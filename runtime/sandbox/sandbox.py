@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
@@ -15,6 +17,8 @@ from ._process import ProcessExecutor
 from ._types import ScriptJob, ScriptLimits, ScriptOutcome
 
 DEFAULT_MAX_BATCH = 128
+SLOW_JOB_S = 0.05  # an owner whose scripts take longer gets batches of its own
+MAX_SLOW_OWNERS = 4096
 DEFAULT_LIMITS = ScriptLimits()
 
 _Pending = tuple[PreparedJob, "asyncio.Future[ScriptOutcome]"]
@@ -49,7 +53,9 @@ class ScriptSandbox:
     jobs, one per owner in round-robin turn (and no more than its share of the queue among
 the free lanes), and runs it in one eval. Jobs a batch did not
     reach (it was cut short by a slow job) go back to the front of their owner's queue, so
-    other owners are served next: one tool's slow scripts cannot starve another's.
+    other owners are served next, and an owner whose scripts are slow (over 50 ms each, or
+    cut short) gets batches of one on its turn: one tool's slow scripts cannot starve
+    another's.
 
     ``isolation="process"`` (the default) keeps each lane's V8 in a worker process,
     restarted if V8 aborts; ``"in_process"`` saves the pipe round trip but a V8 abort
@@ -77,6 +83,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         self._queue: FairQueue[_Pending] = FairQueue()
         self._drainers: set[asyncio.Task[None]] = set()
         self._busy = 0  # lanes running a batch right now
+        self._slow: OrderedDict[str, bool] = OrderedDict()  # owners with slow scripts
         self._serving: dict[int, tuple[_Lane, asyncio.Task[None]]] = {}  # lanes with a drainer
         self._closed = False
 
@@ -183,7 +190,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
             while self._queue and not self._closed:
                 batch = [
                     (owner, item)
-                    for owner, item in self._queue.take(self._batch_size())
+                    for owner, item in self._queue.take(self._batch_size(), self._slow)
                     if not item[1].done()  # skip callers cancelled while queued
                 ]
                 if batch:
@@ -204,7 +211,18 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         free = max(1, self._max_lanes - self._busy)
         return min(self._max_batch, -(-len(self._queue) // free))
 
+    def _learn(self, batch: list[tuple[str, _Pending]], seconds: float, cut: bool) -> None:
+        """Mark owners whose scripts are slow (they then run in batches of their own)."""
+        slow = cut or seconds / len(batch) > SLOW_JOB_S
+        for owner in {owner for owner, _ in batch}:
+            self._slow.pop(owner, None)
+            if slow:
+                self._slow[owner] = True
+                if len(self._slow) > MAX_SLOW_OWNERS:
+                    self._slow.popitem(last=False)
+
     async def _run_batch(self, lane: _Lane, batch: list[tuple[str, _Pending]]) -> None:
+        started = time.monotonic()
         try:
             outcomes = await lane.execute([job for _, (job, _) in batch])
         except BaseException as exc:
@@ -221,6 +239,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
                 future.set_result(outcome)
         for owner, items in unrun.items():
             self._queue.push_front(owner, items)
+        self._learn(batch, time.monotonic() - started, bool(unrun))
 
     @staticmethod
     def _fail(items: list[_Pending], error: Exception) -> None:
