@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     marker_ttl_s: int = Field(default=900, ge=60)
     script_timeout_ms: int = Field(default=1000, ge=1)
     script_max_memory_mb: int = Field(default=64, ge=4)
+    # V8 lanes per process (one context, thread and worker process each), shared fairly
+    # between tools; 0 means one per core.
+    script_lanes: int = Field(default=0, ge=0, le=256)
     tool_timeout_ms: int = Field(default=30_000, ge=100)
     max_hops: int = Field(default=50, ge=1)
     max_depth: int = Field(default=5, ge=0)

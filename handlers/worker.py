@@ -97,7 +97,8 @@ class Worker:
         egress.bind(self.http, s.egress_policy())
         http_block.limit(self.http, s.http_max_connections)
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
-                                                  max_memory_bytes=s.script_max_memory_mb << 20))
+                                                  max_memory_bytes=s.script_max_memory_mb << 20),
+                                     lanes=s.script_lanes or None)
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
                                   script_timeout_ms=s.script_timeout_ms)

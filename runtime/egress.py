@@ -17,8 +17,9 @@ Entries are comma- or whitespace-separated:
 Rules: a request is refused when its host name matches a deny entry or *any* address it resolves
 to lies in a denied network (deny always wins). With an empty allow list everything else is
 allowed; with an allow list, the host name must match an allowed name or *every* address must lie
-in an allowed network. IPv4-mapped IPv6 addresses (``::ffff:169.254.169.254``) are checked as the
-IPv4 address they carry.
+in an allowed network. An IPv6 address that carries an IPv4 address is checked as both: IPv4-mapped
+(``::ffff:169.254.169.254``), NAT64 (``64:ff9b::a9fe:a9fe``), 6to4 (``2002:a9fe:a9fe::``) and
+IPv4-compatible (``::169.254.169.254``) forms are denied whenever the IPv4 address is.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: Cloud metadata services and link-local ranges. Loopback stays allowed (tests, local dev):
 #: add ``127.0.0.0/8,::1`` to ``CHATFLOW_EGRESS_DENY`` to close it (docs/security.md).
 DEFAULT_DENY: tuple[str, ...] = (
+    "0.0.0.0/8",  # "this host": 0.0.0.0 (and ::ffff:0.0.0.0) reach the runtime's own services
+    "::/128",  # IPv6 unspecified address, the same
     "169.254.0.0/16",  # IPv4 link-local, incl. 169.254.169.254 (AWS, GCP, Azure, OpenStack...)
     "fe80::/10",  # IPv6 link-local
     "fd00:ec2::254",  # AWS metadata over IPv6
@@ -68,10 +71,28 @@ def as_address(host: str) -> IPAddress | None:
         return None
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated ::a.b.c.d (RFC 4291 2.5.5.1)
+_NOT_COMPATIBLE = frozenset({ipaddress.IPv6Address("::"), ipaddress.IPv6Address("::1")})
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4, compatible), if any."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64 or (address in _V4_COMPATIBLE and address not in _NOT_COMPATIBLE):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _effective(address: IPAddress) -> list[IPAddress]:
-    """The address, plus the IPv4 address an IPv4-mapped IPv6 address carries."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return [address, address.ipv4_mapped]
+    """The address, plus the IPv4 address it carries if it is an IPv6 form of one."""
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = embedded_ipv4(address)
+        if carried is not None:
+            return [address, carried]
     return [address]
 
 

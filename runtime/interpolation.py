@@ -3,14 +3,18 @@
 One pass, left to right: a value that itself contains ``{{...}}`` is not
 rendered again, so a variable can never expand into more templates (no
 interpolation bombs). The rendered text is capped by ``max_chars``.
+
+URLs are rendered by :func:`render_url`: values are percent-encoded for the part of
+the URL they land in, and never set the scheme, host or port (docs/security.md).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 _TOKEN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 CONTEXT_ROOTS = frozenset({"router", "flow", "contact"})
@@ -94,3 +98,82 @@ def render(
         pos = match.end()
     out.append(template[pos:])
     return "".join(out)
+
+
+class UnsafeUrlTemplate(ValueError):
+    """Raised when a URL template would take its scheme, host or port from a variable."""
+
+
+_URL_SPECIALS = "/?#"
+
+
+def render_url(
+    template: str,
+    variables: Mapping[str, Any],
+    context: Mapping[str, Any],
+    *,
+    max_chars: int = 1_000_000,
+) -> str:
+    """Render a URL template with every value encoded for the part of the URL it lands in.
+
+    Values in the path are percent-encoded as one segment (``/``, ``?``, ``#`` and a
+    ``..`` segment cannot escape it), values in the query or fragment as one component
+    (``&``, ``=`` and ``#`` cannot add parameters). Scheme, host and port come only from
+    the template's own text, unless the whole URL is one ``{{token}}``: then the value is
+    the URL, and the HTTP layer validates and egress-checks it like any other.
+    """
+    stripped = template.strip()
+    if "{{" not in stripped or _TOKEN.fullmatch(stripped):
+        return render(stripped, variables, context, max_chars=max_chars)
+    tokens = list(_TOKEN.finditer(stripped))
+    skeleton = _TOKEN.sub("\0", stripped)  # one character per token: positions line up
+    parts = _url_parts(skeleton)
+    out: list[str] = []
+    size = pos = 0
+    for index, (match, at) in enumerate(zip(tokens, _positions(skeleton), strict=True)):
+        part = parts(at)
+        if part == "origin":
+            raise UnsafeUrlTemplate(
+                f"URL template {template!r}: variable {{{{{match.group(1)}}}}} (token "
+                f"{index + 1}) is in the scheme, host or port; those must be literal text, "
+                "or the whole URL must be a single {{variable}}"
+            )
+        value = to_text(_resolve(match.group(1), variables, context))
+        encoded = quote(value, safe="")
+        if part == "path" and encoded.strip(".") == "" and encoded:
+            encoded = encoded.replace(".", "%2E")  # no "." or ".." segment from a value
+        piece = stripped[pos : match.start()] + encoded
+        size += len(piece)
+        if size > max_chars:
+            raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
+        out.append(piece)
+        pos = match.end()
+    out.append(stripped[pos:])
+    return "".join(out)
+
+
+def _positions(skeleton: str) -> list[int]:
+    return [i for i, char in enumerate(skeleton) if char == "\0"]
+
+
+def _url_parts(skeleton: str) -> Callable[[int], str]:
+    """Classify positions of a URL's text: origin, path, query or fragment."""
+    scheme_end = skeleton.find("://")
+    start = scheme_end + 3 if scheme_end >= 0 else 0
+    ends = [i for i in (skeleton.find(c, start) for c in _URL_SPECIALS) if i >= 0]
+    origin_end = min(ends) if ends else len(skeleton)
+    fragment = skeleton.find("#", origin_end)
+    query = skeleton.find("?", origin_end)
+    if fragment >= 0 and query > fragment:
+        query = -1
+
+    def part(at: int) -> str:
+        if at < origin_end:
+            return "origin"
+        if fragment >= 0 and at > fragment:
+            return "fragment"
+        if query >= 0 and at > query:
+            return "query"
+        return "path"
+
+    return part

@@ -16,6 +16,7 @@ from chatflow.schemas.definition import HttpCallBlock
 
 from .. import egress
 from ..errors import ToolFailure
+from ..interpolation import UnsafeUrlTemplate, render_url
 from ..limits import Limits
 from ..outcome import BlockOutcome
 from ..state import ExecState
@@ -202,7 +203,13 @@ async def run_http_call(
 ) -> BlockOutcome:
     started = time.perf_counter()
     cap = limits.max_rendered_chars
-    url = text_of(block.url, state, cap)
+    try:
+        url = render_url(block.url, state.variables, state.context, max_chars=cap)
+    except UnsafeUrlTemplate as exc:
+        return BlockOutcome(writes=response_writes(block, None, None),
+                            error=ToolFailure("http_invalid_url", str(exc)),
+                            debug={"url": block.url, "method": block.method},
+                            duration_ms=_ms(started))
     headers = {k: text_of(v, state, cap) for k, v in (block.headers or {}).items()}
     body = text_of(block.body, state, cap) if block.body else None
     timeout_ms = min(block.timeoutMs or limits.http_timeout_ms, remaining_ms(state, now_ms))

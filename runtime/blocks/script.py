@@ -22,7 +22,7 @@ async def run_script(
     inputs = {m.name: value_of(m.value, state, limits.max_rendered_chars)
               for m in block.inputVariables}
     timeout = min(script_timeout_ms, remaining_ms(state, now_ms))
-    outcome = await sandbox.run(ScriptJob(block.source, inputs, timeout))
+    outcome = await sandbox.run(ScriptJob(block.source, inputs, timeout, owner=state.toolId))
     duration = int((time.perf_counter() - started) * 1000)
     if outcome.ok:
         return BlockOutcome(writes={block.outputVariable: outcome.value},

@@ -5,15 +5,20 @@ is terminated (time budget, memory limit, engine error), the finished outcomes a
 back from the runner, the context is replaced by a fresh one, and:
 
 * the job that was running is blamed if it is the only one, if it was killed by the memory
-  limit, or if it had already used its own timeout; otherwise it is rerun alone with its
-  full timeout;
-* the jobs after it run again as a new batch;
+  limit, or if it had already used its own timeout; otherwise it is handed back unrun
+  (``None``), like the jobs after it, so the scheduler can serve other tools first (the
+  first job of a batch always gets its full time, so every batch makes progress);
+* if every job had returned, deferred work (promise callbacks, which V8 runs when the
+  batch's eval unwinds) ran away: a lone job is blamed, a batch reruns one job at a time,
+  so the job that queued the runaway callback gets ``script_timeout`` and no other;
 * if the progress cannot be read, every job of the batch reruns alone.
+
+The executor and its engine live on one lane thread (see ``_lane.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +28,8 @@ from ._engine import EngineFailure, V8Engine
 from ._types import SCRIPT_ERROR, ScriptLimits, ScriptOutcome, memory_outcome, timeout_outcome
 
 BUDGET_SLACK_S = 0.05
+MIN_SETTLE_S = 0.01
+_DEFERRED_TIMEOUT = EngineFailure("timeout", "a promise callback ran past the time limit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +39,7 @@ class _Segment:
 
 
 class BatchExecutor:
-    """Owns the V8 engine; executes batches one at a time (callers serialise)."""
+    """Owns the V8 engine of one lane; executes batches one at a time (the lane serialises)."""
 
     def __init__(self, limits: ScriptLimits) -> None:
         self._limits = limits
@@ -40,13 +47,14 @@ class BatchExecutor:
         self.contexts_created = 0
         self.evals = 0
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
+    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
+        """Outcomes in job order; ``None`` for a job not run (hand it back to the queue)."""
         results: list[ScriptOutcome | None] = [None] * len(jobs)
         segments: deque[_Segment] = deque([_Segment(list(range(len(jobs))))])
         while segments:
             segment = segments.popleft()
             await self._run_segment(jobs, segment, results, segments)
-        return [r if r is not None else _internal_error() for r in results]
+        return results
 
     async def _run_segment(
         self,
@@ -59,12 +67,18 @@ class BatchExecutor:
         batch = [jobs[i] for i in segment.indices]
         budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
         self.evals += 1
+        started = time.monotonic()
         try:
             text = await engine.run(engine.cache.payload(batch), budget)
+            left = budget - (time.monotonic() - started)
+            if not await engine.settle(max(left, MIN_SETTLE_S)):
+                await self._discard_engine()
+                self._deferred_ran_away(jobs, segment.indices, results, segments)
+                return
         except EngineFailure as failure:
             progress = await engine.progress()
             seq = engine.seq
-            self._discard_engine()
+            await self._discard_engine()
             if (progress is None or progress.seq != seq) and not segment.retried:
                 # Unknown progress or the batch never started: deferred work of an earlier
                 # batch (a promise callback) can hold the isolate after that batch returned.
@@ -95,13 +109,12 @@ class BatchExecutor:
             else:
                 segments.extendleft(_Segment([i]) for i in reversed(segment))
             return
+        if finished == len(segment):
+            self._deferred_ran_away(jobs, segment, results, segments, failure)
+            return
         for index, outcome in zip(segment, progress.done, strict=False):
             results[index] = outcome
-        if finished == len(segment):
-            return  # every job finished; only deferred work (e.g. promise callbacks) ran away
-        rest = segment[finished + 1 :]
-        if rest:
-            segments.appendleft(_Segment(rest))
+        # segment[finished + 1:] stay None: handed back unrun.
         current = segment[finished]
         job = jobs[current]
         used_its_time = progress.elapsed_ms >= job.timeout_ms
@@ -111,8 +124,21 @@ class BatchExecutor:
             or (failure.kind == "timeout" and used_its_time)
         ):
             results[current] = self._blame(failure, job)
-        else:
-            segments.appendleft(_Segment([current]))
+        # else: cut short by the shared budget before its own timeout; it stays None too.
+
+    def _deferred_ran_away(
+        self,
+        jobs: Sequence[PreparedJob],
+        segment: list[int],
+        results: list[ScriptOutcome | None],
+        segments: deque[_Segment],
+        failure: EngineFailure = _DEFERRED_TIMEOUT,
+    ) -> None:
+        """Every job returned, then a promise callback one of them queued ran away."""
+        if len(segment) == 1:
+            results[segment[0]] = self._blame(failure, jobs[segment[0]])
+        else:  # find whose callback it was: each job alone, on a fresh context
+            segments.extendleft(_Segment([i], retried=True) for i in reversed(segment))
 
     def _blame(self, failure: EngineFailure, job: PreparedJob) -> ScriptOutcome:
         if failure.kind == "timeout":
@@ -123,23 +149,17 @@ class BatchExecutor:
 
     async def _current_engine(self) -> V8Engine:
         engine = self._engine
-        if engine is not None and engine.loop is not asyncio.get_running_loop():
-            self._discard_engine()
-            engine = None
         if engine is None:
             engine = await V8Engine.start(self._limits.max_memory_bytes)
             self._engine = engine
             self.contexts_created += 1
         return engine
 
-    def _discard_engine(self) -> None:
+    async def _discard_engine(self) -> None:
         engine, self._engine = self._engine, None
         if engine is not None:
-            engine.close()
+            await engine.close()
 
-    def close(self) -> None:
-        self._discard_engine()
-
-
-def _internal_error() -> ScriptOutcome:
-    return ScriptOutcome.failure(SCRIPT_ERROR, "internal error: job produced no outcome")
+    async def aclose(self) -> None:
+        """Free the engine; must run on the lane loop that created it."""
+        await self._discard_engine()

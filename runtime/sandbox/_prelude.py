@@ -135,6 +135,18 @@ const __RUNNER__ = (() => {
     }
   };
   const fail = (code, msg) => stringify([1, code, msg]);
+  // V8 refuses allocations past its size limits with these catchable RangeErrors; they are
+  // memory bombs stopped early, so they are reported as such.
+  const SIZE_LIMIT =
+    /^(Invalid (string|array|typed array|array buffer) length|Array buffer allocation failed)/;
+  const sizeLimit = (e) => {
+    try {
+      return e instanceof RangeError && SIZE_LIMIT.test(e.message);
+    } catch (_) {
+      return false;
+    }
+  };
+  const thrown = (e) => fail(sizeLimit(e) ? "script_memory" : "script_error", describe(e));
   const replacer = (k, v) => {
     const t = typeof v;
     if (t === "function" || t === "symbol" || t === "bigint") throw { __cfKind: t };
@@ -157,7 +169,7 @@ const __RUNNER__ = (() => {
       if (e instanceof TypeError && /circular/i.test(e.message)) {
         return fail("script_result", "script result is not JSON-serialisable: cyclic structure");
       }
-      return fail("script_error", describe(e));
+      return thrown(e);
     }
     return "[0," + text + "]";
   };
@@ -179,7 +191,7 @@ const __RUNNER__ = (() => {
     try {
       out = encode(entry.fn.apply(undefined, args));
     } catch (e) {
-      out = fail("script_error", describe(e));
+      out = thrown(e);
     }
     if (now() - state.t0 > job[1]) {
       return fail("script_timeout", "script timeout (>" + job[1] + "ms)");

@@ -13,11 +13,16 @@ import contextlib
 import os
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ._codec import PreparedJob
 from ._protocol import HEADER, decode_response, encode_request
 from ._types import SCRIPT_ERROR, SCRIPT_MEMORY, ScriptLimits, ScriptOutcome
+
+# The only variables the worker inherits: where to import chatflow from, nothing else.
+# Secrets in the parent's environment (CHATFLOW_ENCRYPTION_KEY, REDIS_URL...) never reach
+# the process that runs untrusted JavaScript.
+_INHERITED_ENV = ("PYTHONPATH",)
 
 # Beyond the worker's own per-batch time budgets, how long before it counts as hung.
 GUARD_SLACK_S = 5.0
@@ -33,12 +38,13 @@ class WorkerProcess:
         self._proc = proc
         self.loop = asyncio.get_running_loop()
         self.contexts_created = 0
+        self.retire = False  # the worker asked to be replaced (it holds a stuck context)
         self._stderr: deque[bytes] = deque()
         self._stderr_task = self.loop.create_task(self._drain_stderr())
 
     @classmethod
     async def start(cls, limits: ScriptLimits) -> WorkerProcess:
-        env = dict(os.environ)
+        env = worker_env(os.environ)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -53,7 +59,7 @@ class WorkerProcess:
         )
         return cls(proc)
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
+    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None and stdout is not None
         guard = sum(job.timeout_ms for job in jobs) / 1000 + GUARD_SLACK_S
@@ -67,8 +73,12 @@ class WorkerProcess:
             self.kill()
             await asyncio.wait({self._stderr_task}, timeout=1.0)  # collect V8's last words
             raise WorkerCrashed(self.stderr_tail()) from exc
-        self.contexts_created, outcomes = decode_response(body)
+        self.contexts_created, outcomes, self.retire = decode_response(body)
         return outcomes
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
 
     @property
     def alive(self) -> bool:
@@ -95,7 +105,6 @@ class WorkerProcess:
         if stdin is not None and not self.loop.is_closed():
             stdin.close()
 
-
     async def wait_closed(self) -> None:
         """Reap the killed child, so its transport closes inside the loop that owns it."""
         if self.loop is not asyncio.get_running_loop():
@@ -121,19 +130,28 @@ class ProcessExecutor:
         worker = self._worker
         return self._contexts_before + (worker.contexts_created if worker else 0)
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]:
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id, once started (tests read its /proc entry)."""
+        worker = self._worker
+        return worker.pid if worker is not None else None
+
+    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
         worker = await self._current_worker()
         self.evals += 1
         try:
-            return await worker.execute(jobs)
+            outcomes = await worker.execute(jobs)
+            if worker.retire:
+                self._discard_worker()
+            return outcomes
         except WorkerCrashed as crash:
             self._discard_worker()
             if len(jobs) == 1:
                 return [_crash_outcome(str(crash))]
-        outcomes: list[ScriptOutcome] = []
+        alone: list[ScriptOutcome | None] = []
         for job in jobs:  # find the job that killed the worker
-            outcomes.extend(await self.execute([job]))
-        return outcomes
+            alone.extend(await self.execute([job]))
+        return alone
 
     async def _current_worker(self) -> WorkerProcess:
         worker = self._worker
@@ -163,6 +181,11 @@ class ProcessExecutor:
         discarded, self._discarded = self._discarded, []
         for worker in discarded:
             await worker.wait_closed()
+
+
+def worker_env(parent: Mapping[str, str]) -> dict[str, str]:
+    """The sandbox worker's environment: empty but for what Python needs to import us."""
+    return {name: parent[name] for name in _INHERITED_ENV if name in parent}
 
 
 def _crash_outcome(stderr_tail: str) -> ScriptOutcome:

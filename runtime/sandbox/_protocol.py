@@ -2,7 +2,9 @@
 
 Each frame is a 4-byte big-endian length followed by msgspec JSON. A request is a list of
 ``[source, bare_names, timeout_ms, inputs]`` (inputs as raw JSON); a response is
-``[contexts_created, [[ok, value, error, code], ...]]``.
+``[contexts_created, [[ok, value, error, code], ...], retire]``; ``[false, null, null,
+null]`` stands for a job that was not run (handed back to the scheduler's queue), and
+``retire`` asks the parent to replace the worker (it holds a V8 context it cannot free).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ _OutcomeItem = tuple[bool, Any, str | None, str | None]
 
 _encoder = msgspec.json.Encoder()
 _request_decoder = msgspec.json.Decoder(list[_RequestItem])
-_response_decoder = msgspec.json.Decoder(tuple[int, list[_OutcomeItem]])
+_response_decoder = msgspec.json.Decoder(tuple[int, list[_OutcomeItem], bool])
 
 
 def frame(body: bytes) -> bytes:
@@ -45,11 +47,17 @@ def decode_request(body: bytes) -> list[PreparedJob]:
     ]
 
 
-def encode_response(contexts_created: int, outcomes: Sequence[ScriptOutcome]) -> bytes:
-    items = [(o.ok, o.value, o.error, o.code) for o in outcomes]
-    return frame(_encoder.encode((contexts_created, items)))
+_NOT_RUN: _OutcomeItem = (False, None, None, None)
 
 
-def decode_response(body: bytes) -> tuple[int, list[ScriptOutcome]]:
-    contexts, items = _response_decoder.decode(body)
-    return contexts, [ScriptOutcome(ok, value, error, code) for ok, value, error, code in items]
+def encode_response(
+    contexts_created: int, outcomes: Sequence[ScriptOutcome | None], retire: bool = False
+) -> bytes:
+    items = [_NOT_RUN if o is None else (o.ok, o.value, o.error, o.code) for o in outcomes]
+    return frame(_encoder.encode((contexts_created, items, retire)))
+
+
+def decode_response(body: bytes) -> tuple[int, list[ScriptOutcome | None], bool]:
+    contexts, items, retire = _response_decoder.decode(body)
+    outcomes = [None if item == _NOT_RUN else ScriptOutcome(*item) for item in items]
+    return contexts, outcomes, retire

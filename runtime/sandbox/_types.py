@@ -28,6 +28,7 @@ class ScriptJob:
     source: str
     inputs: Mapping[str, Any]
     timeout_ms: int | None = None
+    owner: str = ""  # who the script runs for (a tool id): lanes are shared fairly by owner
 
 
 @dataclass(frozen=True)

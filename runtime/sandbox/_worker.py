@@ -1,7 +1,8 @@
 """Worker process entry point: ``python -m runtime.sandbox._worker TIMEOUT_MS MAX_MEMORY``.
 
-Reads request frames on stdin, runs them with a BatchExecutor (which handles timeouts and
-memory kills itself) and writes response frames on the original stdout. File descriptor 1
+Reads request frames on stdin, runs them on one ThreadLane (a V8 context owned by its own
+thread, which handles timeouts and memory kills itself) and writes response frames on the
+original stdout. The parent starts it with an empty environment (see ``_process.py``). File descriptor 1
 is pointed at stderr so nothing else can corrupt the protocol stream. If V8 aborts the
 process (it does so on some oversized allocations), the parent sees EOF and recovers.
 """
@@ -12,7 +13,8 @@ import asyncio
 import os
 import sys
 
-from ._executor import BatchExecutor
+from ._engine import parked_engines
+from ._lane import ThreadLane
 from ._protocol import HEADER, decode_request, encode_response
 from ._types import ScriptLimits
 
@@ -21,7 +23,7 @@ async def serve(limits: ScriptLimits, out_fd: int) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**31)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    executor = BatchExecutor(limits)
+    lane = ThreadLane(limits)
     try:
         while True:
             try:
@@ -29,12 +31,13 @@ async def serve(limits: ScriptLimits, out_fd: int) -> None:
                 body = await reader.readexactly(HEADER.unpack(header)[0])
             except asyncio.IncompleteReadError:
                 return  # parent closed the pipe
-            outcomes = await executor.execute(decode_request(body))
-            data = memoryview(encode_response(executor.contexts_created, outcomes))
+            outcomes = await lane.execute(decode_request(body))
+            retire = parked_engines() > 0  # a context spins on: let the parent replace us
+            data = memoryview(encode_response(lane.contexts_created, outcomes, retire))
             while data:
                 data = data[os.write(out_fd, data) :]
     finally:
-        executor.close()
+        await lane.aclose()
 
 
 def main(argv: list[str]) -> None:

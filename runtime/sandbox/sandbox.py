@@ -1,48 +1,65 @@
-"""ScriptSandbox: coalesces concurrent ``run`` calls into batches for one V8 context."""
+"""ScriptSandbox: batches concurrent ``run`` calls onto N V8 lanes, shared fairly by owner."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
+import os
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from ._codec import PreparedJob, prepare
-from ._executor import BatchExecutor
+from ._fair import FairQueue
+from ._lane import ThreadLane
 from ._process import ProcessExecutor
 from ._types import ScriptJob, ScriptLimits, ScriptOutcome
 
 DEFAULT_MAX_BATCH = 128
+SLOW_JOB_S = 0.05  # an owner whose scripts take longer gets batches of its own
+MAX_SLOW_OWNERS = 4096
 DEFAULT_LIMITS = ScriptLimits()
 
 _Pending = tuple[PreparedJob, "asyncio.Future[ScriptOutcome]"]
 Isolation = Literal["process", "in_process"]
 
 
-class _Executor(Protocol):
+def default_lanes() -> int:
+    """One lane per core (``CHATFLOW_SCRIPT_LANES`` overrides it in the worker settings)."""
+    return max(1, os.cpu_count() or 1)
+
+
+class _Lane(Protocol):
     @property
     def contexts_created(self) -> int: ...
 
     @property
     def evals(self) -> int: ...
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome]: ...
+    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]: ...
 
     def close(self) -> None: ...
 
+    async def aclose(self) -> None: ...
+
 
 class ScriptSandbox:
-    """Runs user JavaScript in a hardened V8 context, many jobs per engine round trip.
+    """Runs user JavaScript in hardened V8 contexts, many jobs per engine round trip.
 
-    ``run`` and ``run_many`` only enqueue; a single drainer task per sandbox takes whatever
-    has accumulated (up to ``max_batch`` jobs) and runs it in one eval, so concurrent callers
-    on one event loop share round trips. The event loop is never blocked while JavaScript
-    runs: V8 executes on its own thread and the result comes back as a loop callback.
+    ``run`` and ``run_many`` only enqueue, in one FIFO queue per ``ScriptJob.owner``. Up to
+    ``lanes`` lanes (each one V8 context on its own thread, in its own worker process by
+    default) are started as work arrives; a free lane takes a batch of up to ``max_batch``
+    jobs, one per owner in round-robin turn (and no more than its share of the queue among
+the free lanes), and runs it in one eval. Jobs a batch did not
+    reach (it was cut short by a slow job) go back to the front of their owner's queue, so
+    other owners are served next, and an owner whose scripts are slow (over 50 ms each, or
+    cut short) gets batches of one on its turn: one tool's slow scripts cannot starve
+    another's.
 
-    ``isolation="process"`` (the default) keeps V8 in a worker process, restarted if V8
-    aborts; ``"in_process"`` saves the pipe round trip but a V8 abort (possible on some
-    oversized allocations) would end the calling process.
+    ``isolation="process"`` (the default) keeps each lane's V8 in a worker process,
+    restarted if V8 aborts; ``"in_process"`` saves the pipe round trip but a V8 abort
+    (possible on some oversized allocations) would end the calling process.
     """
 
     def __init__(
@@ -51,16 +68,23 @@ class ScriptSandbox:
         *,
         max_batch: int = DEFAULT_MAX_BATCH,
         isolation: Isolation = "process",
+        lanes: int | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
+        if lanes is not None and lanes < 1:
+            raise ValueError("lanes must be at least 1")
         self._limits = limits
         self._max_batch = max_batch
-        self._executor: _Executor = (
-            ProcessExecutor(limits) if isolation == "process" else BatchExecutor(limits)
-        )
-        self._pending: deque[_Pending] = deque()
-        self._drainer: asyncio.Task[None] | None = None
+        self._isolation = isolation
+        self._max_lanes = lanes or default_lanes()
+        self._lanes: list[_Lane] = []
+        self._idle: list[_Lane] = []
+        self._queue: FairQueue[_Pending] = FairQueue()
+        self._drainers: set[asyncio.Task[None]] = set()
+        self._busy = 0  # lanes running a batch right now
+        self._slow: OrderedDict[str, bool] = OrderedDict()  # owners with slow scripts
+        self._serving: dict[int, tuple[_Lane, asyncio.Task[None]]] = {}  # lanes with a drainer
         self._closed = False
 
     @property
@@ -68,14 +92,28 @@ class ScriptSandbox:
         return self._limits
 
     @property
+    def lanes(self) -> int:
+        """How many lanes are running (started on demand, up to the configured number)."""
+        return len(self._lanes)
+
+    @property
     def contexts_created(self) -> int:
         """How many V8 contexts this sandbox has started (a new one after each kill)."""
-        return self._executor.contexts_created
+        return sum(lane.contexts_created for lane in self._lanes)
 
     @property
     def evals(self) -> int:
         """How many batch evals (engine round trips) this sandbox has made."""
-        return self._executor.evals
+        return sum(lane.evals for lane in self._lanes)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the running lane worker processes (process isolation)."""
+        return [
+            pid
+            for lane in self._lanes
+            if isinstance(lane, ProcessExecutor) and (pid := lane.pid) is not None
+        ]
 
     async def run(self, job: ScriptJob) -> ScriptOutcome:
         """Run one script; concurrent calls are batched together."""
@@ -87,81 +125,124 @@ class ScriptSandbox:
             raise RuntimeError("ScriptSandbox is closed")
         loop = asyncio.get_running_loop()
         futures: list[asyncio.Future[ScriptOutcome]] = []
+        queued = False
         for job in jobs:
             future: asyncio.Future[ScriptOutcome] = loop.create_future()
             prepared = prepare(job, self._limits)
             if isinstance(prepared, ScriptOutcome):
                 future.set_result(prepared)
             else:
-                self._pending.append((prepared, future))
+                self._queue.push(job.owner, (prepared, future))
+                queued = True
             futures.append(future)
-        if self._pending:
-            self._ensure_drainer(loop)
+        if queued:
+            self._dispatch(loop)
         return list(await asyncio.gather(*futures))
 
     def close(self) -> None:
-        """Stop the drainer, fail queued jobs and free the V8 context."""
+        """Fail queued jobs, stop the drainers and the lanes (each frees its own context)."""
         if self._closed:
             return
         self._closed = True
-        self._fail_pending(RuntimeError("ScriptSandbox is closed"))
-        drainer = self._drainer
-        if drainer is not None and not drainer.done() and not drainer.get_loop().is_closed():
-            drainer.cancel()  # the drainer frees the context once its eval has unwound
-        else:
-            self._executor.close()
+        self._fail(self._queue.drain(), RuntimeError("ScriptSandbox is closed"))
+        for drainer in list(self._drainers):
+            if not drainer.get_loop().is_closed():
+                drainer.cancel()
+        for lane in self._lanes:
+            lane.close()
 
     async def aclose(self) -> None:
-        """``close``, then wait until the engine's worker process is gone."""
-        drainer = self._drainer
+        """``close``, then wait until every lane's thread or worker process is gone."""
+        drainers = [d for d in self._drainers if not d.done()]
         self.close()
-        if drainer is not None and not drainer.done():
+        for drainer in drainers:
             with contextlib.suppress(asyncio.CancelledError):
                 await drainer
-        aclose = getattr(self._executor, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        for lane in self._lanes:
+            await lane.aclose()
 
-    def _ensure_drainer(self, loop: asyncio.AbstractEventLoop) -> None:
-        drainer = self._drainer
-        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
-            self._drainer = loop.create_task(self._drain())
+    def _new_lane(self) -> _Lane:
+        if self._isolation == "process":
+            return ProcessExecutor(self._limits)
+        return ThreadLane(self._limits)
 
-    async def _drain(self) -> None:
+    def _dispatch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Give queued work to idle lanes, starting new lanes up to the limit."""
+        for key, (lane, drainer) in list(self._serving.items()):
+            if drainer.get_loop().is_closed():  # its loop ended mid-batch: reuse the lane
+                del self._serving[key]
+                self._idle.append(lane)
+        while self._queue and not self._closed:
+            if self._idle:
+                lane = self._idle.pop()
+            elif len(self._lanes) < self._max_lanes:
+                lane = self._new_lane()
+                self._lanes.append(lane)
+            else:
+                return
+            drainer = loop.create_task(self._drain(lane))
+            self._drainers.add(drainer)
+            drainer.add_done_callback(self._drainers.discard)
+            self._serving[id(lane)] = (lane, drainer)
+
+    async def _drain(self, lane: _Lane) -> None:
         try:
-            while self._pending and not self._closed:
-                batch = self._take_batch()
+            while self._queue and not self._closed:
+                batch = [
+                    (owner, item)
+                    for owner, item in self._queue.take(self._batch_size(), self._slow)
+                    if not item[1].done()  # skip callers cancelled while queued
+                ]
                 if batch:
-                    await self._run_batch(batch)
+                    self._busy += 1
+                    try:
+                        await self._run_batch(lane, batch)
+                    finally:
+                        self._busy -= 1
         finally:
-            if self._closed:
-                self._executor.close()
+            entry = self._serving.get(id(lane))
+            if entry is not None and entry[1] is asyncio.current_task():
+                del self._serving[id(lane)]
+                if not self._closed:
+                    self._idle.append(lane)
 
-    def _take_batch(self) -> list[_Pending]:
-        batch: list[_Pending] = []
-        while self._pending and len(batch) < self._max_batch:
-            item = self._pending.popleft()
-            if not item[1].done():  # skip callers that were cancelled while queued
-                batch.append(item)
-        return batch
+    def _batch_size(self) -> int:
+        """Share the queue between the lanes that are free, so none waits behind another."""
+        free = max(1, self._max_lanes - self._busy)
+        return min(self._max_batch, -(-len(self._queue) // free))
 
-    async def _run_batch(self, batch: list[_Pending]) -> None:
+    def _learn(self, batch: list[tuple[str, _Pending]], seconds: float, cut: bool) -> None:
+        """Mark owners whose scripts are slow (they then run in batches of their own)."""
+        slow = cut or seconds / len(batch) > SLOW_JOB_S
+        for owner in {owner for owner, _ in batch}:
+            self._slow.pop(owner, None)
+            if slow:
+                self._slow[owner] = True
+                if len(self._slow) > MAX_SLOW_OWNERS:
+                    self._slow.popitem(last=False)
+
+    async def _run_batch(self, lane: _Lane, batch: list[tuple[str, _Pending]]) -> None:
+        started = time.monotonic()
         try:
-            outcomes = await self._executor.execute([job for job, _ in batch])
+            outcomes = await lane.execute([job for _, (job, _) in batch])
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) else RuntimeError("ScriptSandbox closed")
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(error)
+            self._fail([item for _, item in batch], error)
             if not isinstance(exc, Exception):
                 raise
             return
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
-            if not future.done():
+        unrun: dict[str, list[_Pending]] = {}
+        for (owner, (job, future)), outcome in zip(batch, outcomes, strict=True):
+            if outcome is None:
+                unrun.setdefault(owner, []).append((job, future))
+            elif not future.done():
                 future.set_result(outcome)
+        for owner, items in unrun.items():
+            self._queue.push_front(owner, items)
+        self._learn(batch, time.monotonic() - started, bool(unrun))
 
-    def _fail_pending(self, error: Exception) -> None:
-        while self._pending:
-            _, future = self._pending.popleft()
+    @staticmethod
+    def _fail(items: list[_Pending], error: Exception) -> None:
+        for _, future in items:
             if not future.done():
                 future.set_exception(error)

@@ -203,3 +203,47 @@ def test_host_suffix_rules_match_the_domain_and_its_subdomains() -> None:
 def test_a_malformed_rule_is_refused_when_the_policy_is_built() -> None:
     with pytest.raises(ValueError, match="egress rule"):
         EgressPolicy.parse(deny="10.0.0.0/99")
+
+
+# -- unspecified and IPv4-carrying IPv6 addresses ------------------------------------------------
+
+PRODUCTION_DENY = "default,127.0.0.0/8,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+
+@pytest.mark.parametrize("deny", ["default", PRODUCTION_DENY])
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "::ffff:0.0.0.0", "0.1.2.3"])
+def test_unspecified_addresses_are_denied(deny: str, address: str) -> None:
+    with pytest.raises(EgressDenied):
+        EgressPolicy.parse(deny=deny).check("example.com", [_addr(address)])
+
+
+@pytest.mark.parametrize("address", [
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+    "64:ff9b::169.254.169.254",
+    "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+    "::169.254.169.254",  # IPv4-compatible
+])
+def test_ipv6_forms_of_a_denied_ipv4_address_are_denied(address: str) -> None:
+    with pytest.raises(EgressDenied, match=r"169\.254\.0\.0/16"):
+        EgressPolicy.parse().check("example.com", [_addr(address)])
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1"])
+def test_ipv6_forms_of_loopback_are_denied_by_the_production_list(address: str) -> None:
+    with pytest.raises(EgressDenied, match=r"127\.0\.0\.0/8"):
+        EgressPolicy.parse(deny=PRODUCTION_DENY).check("example.com", [_addr(address)])
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::5db8:d822", "2002:5db8:d822::", "::1", "2001:db8::1"])
+def test_ipv6_forms_of_an_allowed_address_stay_allowed(address: str) -> None:
+    EgressPolicy.parse().check("example.com", [_addr(address)])
+
+
+async def test_the_unspecified_address_cannot_reach_the_runtimes_own_services(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    http_server.route("GET", "/ok", {"path": "ok"})
+    port = http_server.base.rsplit(":", 1)[1]
+    for host in ("0.0.0.0", "[::ffff:0.0.0.0]"):
+        code, _ = await _error_of(harness, "pt-zero", http_tool(f"http://{host}:{port}/ok"))
+        assert code == "egress_denied"
+    assert http_server.requests == []

@@ -15,14 +15,16 @@ def isolation(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def sandbox(isolation: str) -> AsyncIterator[ScriptSandbox]:
-    box = ScriptSandbox(TEST_LIMITS, isolation=isolation)  # type: ignore[arg-type]
+    # One lane: these tests look at one context's behaviour (tests/sandbox/test_lanes.py
+    # covers several lanes).
+    box = ScriptSandbox(TEST_LIMITS, isolation=isolation, lanes=1)  # type: ignore[arg-type]
     yield box
-    box.close()
+    await box.aclose()
 
 
 @pytest.fixture
 async def roomy_sandbox(isolation: str) -> AsyncIterator[ScriptSandbox]:
     """Generous time limit, so that memory bombs reach the memory limit first."""
-    box = ScriptSandbox(ROOMY_LIMITS, isolation=isolation)  # type: ignore[arg-type]
+    box = ScriptSandbox(ROOMY_LIMITS, isolation=isolation, lanes=1)  # type: ignore[arg-type]
     yield box
-    box.close()
+    await box.aclose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from chatflow.runtime.sandbox import ScriptJob, ScriptLimits, ScriptSandbox
@@ -35,11 +37,45 @@ async def test_a_job_with_no_time_left_times_out_without_running(
     assert sandbox.evals == 0
 
 
-async def test_a_runaway_promise_callback_is_stopped(sandbox: ScriptSandbox) -> None:
-    source = "Promise.resolve().then(() => { for (;;) {} }); return 'done'"
-    outcome = await run(sandbox, source)
-    assert outcome.ok and outcome.value == "done"
+RUNAWAY_CALLBACK = "Promise.resolve().then(() => { for (;;) {} }); return 'done'"
+
+
+# A promise callback runs after its eval has answered, where no cancel can stop it: the
+# worker process that holds it is replaced. (In process, its V8 thread would spin on.)
+@pytest.fixture
+async def process_sandbox() -> AsyncIterator[ScriptSandbox]:
+    box = ScriptSandbox(TEST_LIMITS, isolation="process", lanes=1)
+    yield box
+    await box.aclose()
+
+
+async def test_a_runaway_promise_callback_times_out_its_own_script(
+    process_sandbox: ScriptSandbox,
+) -> None:
+    sandbox = process_sandbox
+    outcome = await run(sandbox, RUNAWAY_CALLBACK)
+    assert outcome.code == "script_timeout"
     assert (await run(sandbox, "return 2")).value == 2
+    assert (await run(sandbox, RUNAWAY_CALLBACK)).code == "script_timeout"
+    assert (await run(sandbox, "return 3")).value == 3
+
+
+async def test_a_runaway_promise_callback_in_a_batch_fails_only_its_own_job(
+    process_sandbox: ScriptSandbox,
+) -> None:
+    sandbox = process_sandbox
+    jobs = [ScriptJob("return n", {"n": n}) for n in range(4)]
+    jobs.insert(2, ScriptJob(RUNAWAY_CALLBACK, {}))
+    outcomes = await sandbox.run_many(jobs)
+    assert [o.code for o in outcomes] == [None, None, "script_timeout", None, None]
+    assert [o.value for i, o in enumerate(outcomes) if i != 2] == [0, 1, 2, 3]
+
+
+async def test_a_promise_callback_that_finishes_does_not_change_the_result(
+    sandbox: ScriptSandbox,
+) -> None:
+    outcome = await run(sandbox, "let n = 1; Promise.resolve().then(() => { n = 2; }); return n")
+    assert (outcome.ok, outcome.value) == (True, 1)
 
 
 @pytest.mark.parametrize("bomb", sorted(MEMORY_BOMBS))
@@ -55,6 +91,7 @@ async def test_a_memory_bomb_is_contained_and_the_sandbox_still_works(
 async def test_a_huge_array_buffer_is_refused(roomy_sandbox: ScriptSandbox) -> None:
     source = "const a = []; for (;;) a.push(new Uint8Array(1 << 24));"
     outcome = await run(roomy_sandbox, source)
+    assert outcome.code == "script_memory"
     assert outcome.error == "RangeError: Array buffer allocation failed"
     assert (await run(roomy_sandbox, "return new Uint8Array(4).length")).value == 4
 
@@ -81,6 +118,17 @@ async def test_the_memory_limit_is_configurable(isolation: str) -> None:
         assert (await run(box, "return new Array(1000).fill(1).length")).value == 1000
     finally:
         box.close()
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["let s = 'x'; for (;;) s = s + s;", "return new ArrayBuffer(2 ** 40).byteLength",
+     "return new Array(2 ** 32)"],
+)
+async def test_allocations_past_v8_size_limits_are_memory_errors(
+    sandbox: ScriptSandbox, source: str
+) -> None:
+    assert (await run(sandbox, source)).code == "script_memory"
 
 
 async def test_deep_recursion_gives_a_clear_error(sandbox: ScriptSandbox) -> None:
