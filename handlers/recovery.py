@@ -23,7 +23,8 @@ from chatflow.runtime.state import step_decoder
 from . import metrics
 from .keys import Keys
 from .settings import Settings
-from .store import Commit, Store, dead_letter
+from .store import Store, dead_letter
+from .trees import End, end_trees
 
 log = structlog.get_logger("chatflow.recovery")
 Entry = tuple[bytes, dict[bytes, bytes]]
@@ -48,21 +49,18 @@ class Recovery:
             return 0
         ids = [d.decode() for d in due]
         states = await self.store.load_states([(partition, i) for i in ids])
-        commits: list[Commit] = []
+        ends: list[End] = []
         for exec_id, state in zip(ids, states, strict=True):
             if state is None:
                 await self.store.client.zrem(self.keys.deadlines(partition), exec_id)
                 continue
             failure = errors.tool_timeout(state.root.action.publishedToolId,
                                           self.machine.limits.tool_timeout_ms)
-            t = self.machine.abort(state, failure, now)
-            t.expect = None  # the done guard alone decides: the answer must go out
-            commits.append(Commit(partition, exec_id, t, None))
-        verdicts = await self.store.commit(commits)
-        metrics.observe_commits(commits, verdicts)
-        metrics.reaper_action("deadline_timeout", sum(1 for v in verdicts if v == 1))
-        self.reaped += sum(1 for v in verdicts if v == 1)
-        return len(commits)
+            ends.append(End(partition, state, failure, "deadline_timeout"))
+        ended = sum(1 for e in await end_trees(self.store, self.machine, ends, now) if e.committed)
+        metrics.reaper_action("deadline_timeout", ended)
+        self.reaped += ended
+        return len(ends)
 
     async def reclaim(self, stream: str, group: str, partition: int,
                       process: Callable[[list[Entry]], Awaitable[None]],
@@ -110,8 +108,5 @@ class Recovery:
         (state,) = await self.store.load_states([(partition, msg.e)])
         if state is None or state.status == "done":
             return
-        t = self.machine.abort(state, errors.internal_error("step kept failing; dead-lettered"),
-                               int(time.time() * 1000))
-        t.expect = None
-        commits = [Commit(partition, state.rootId, t, None)]
-        metrics.observe_commits(commits, await self.store.commit(commits))
+        failure = errors.internal_error("step kept failing; dead-lettered")
+        await end_trees(self.store, self.machine, [End(partition, state, failure, "dead_lettered")])

@@ -13,12 +13,9 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from chatflow.runtime.state import ExecState
-
 from ..keys import Keys
 from ..redis_client import Client
-from ..settings import Settings
-from ..store import Store
+from ..trees import active_leaf, store_for
 from .common import add_redis_flag, client_for, settings_from
 
 
@@ -35,25 +32,6 @@ class InFlight:
     status: str
     ageMs: int
     deadlineInMs: int
-
-
-def store_for(client: Client, keys: Keys, settings: Settings | None = None) -> Store:
-    s = settings or Settings()
-    return Store(client, keys, state_ttl_s=s.state_ttl_s, dedup_ttl_s=s.dedup_ttl_s,
-                 marker_ttl_s=s.marker_ttl_s)
-
-
-async def active_leaf(store: Store, partition: int, root: ExecState) -> ExecState:
-    """Follow a waiting execution down its callTool chain to the one that runs now."""
-    state = root
-    for _ in range(64):  # deeper than any allowed tree
-        if state.status != "waiting":
-            break
-        (child,) = await store.load_states([(partition, f"{state.execId}.{state.version - 1}")])
-        if child is None or child.status == "done":
-            break
-        state = child
-    return state
 
 
 async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> list[InFlight]:
