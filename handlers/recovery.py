@@ -21,6 +21,7 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.state import step_decoder
 
 from . import metrics
+from .intake import ack_and_delete
 from .keys import Keys
 from .settings import Settings
 from .store import Store, dead_letter
@@ -28,6 +29,7 @@ from .trees import End, end_trees
 
 log = structlog.get_logger("chatflow.recovery")
 Entry = tuple[bytes, dict[bytes, bytes]]
+OWN_STREAMS = frozenset({"commands", "steps", "outbox"})  # read by the runtime's groups alone
 
 
 class Recovery:
@@ -91,14 +93,17 @@ class Recovery:
         entry_id, fields = entry
         reason = f"delivered {deliveries} times without completing"
         await self.store.publish_once([dead_letter(self.keys, stream, entry_id, fields, reason,
-                                                   deliveries)])
+                                                   deliveries, self.settings.dead_letters_maxlen)])
         log.error("poison entry dead-lettered", stream=stream, entry=entry_id.decode(),
                   deliveries=deliveries)
         self.dead_lettered += 1
         metrics.dead_letter(kind)
         if kind == "steps":
             await self._abort_step_owner(partition, fields)
-        await self.store.client.xack(stream, group, entry_id)
+        if kind in OWN_STREAMS:
+            await ack_and_delete(self.store.client, stream, group, [entry_id])
+        else:  # stream:tool-executions is public: other groups may still read the entry
+            await self.store.client.xack(stream, group, entry_id)
 
     async def _abort_step_owner(self, partition: int, fields: dict[bytes, bytes]) -> None:
         try:

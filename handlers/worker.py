@@ -86,7 +86,7 @@ class Worker:
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
                            direct=not s.redis_cluster,
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
-                                           s.debug_maxlen))
+                                           s.debug_maxlen, s.llm_usage_maxlen))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
@@ -109,6 +109,7 @@ class Worker:
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen
+        self.intake.dead_letters_maxlen = s.dead_letters_maxlen
         self.relay = Relay(self.store, s)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer)
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
