@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     # With `noeviction` an unbounded stream grows until Valkey refuses writes (docs/scale.md,
     # "Memory"); consumers that fall further behind than this lose the oldest entries.
     results_maxlen: int = Field(default=100_000, ge=0)
-    dead_letters_maxlen: int = Field(default=10_000, ge=0)
+    dead_letters_maxlen: int = Field(default=2_000, ge=0)  # each up to ~64 KiB
     llm_usage_maxlen: int = Field(default=100_000, ge=0)
     executions_maxlen: int = Field(default=0, ge=0)  # bounded by executions_retention_s
     dedup_ttl_s: int = Field(default=86_400, ge=60)
