@@ -10,6 +10,7 @@ import pytest
 import structlog
 
 from chatflow.handlers.cli.main import main
+from chatflow.handlers.cli.projections_cmd import SCRATCH
 from chatflow.handlers.logging import configure_logging
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer
@@ -92,6 +93,8 @@ async def test_a_verified_rebuild_shows_progress_and_equal_projections(
     captured = capsys.readouterr()
     assert "rebuild: 4/4 events (100%)" in captured.err
     assert "projections equal" in captured.out
+    left = [k async for k in env.client.scan_iter(match=f"{env.settings.prefix}*{SCRATCH}*")]
+    assert left == [], "the verify copy stayed behind"
 
 
 async def test_executions_says_when_nothing_is_in_flight(
