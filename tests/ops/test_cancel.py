@@ -37,11 +37,13 @@ async def test_executions_lists_a_nested_execution_at_its_current_block(
     rows = await in_flight(harness.client, harness.keys)
     assert len(rows) == 1
     row = rows[0]
-    assert (row.commandId, row.tool, row.block, row.depth) == (command_id, "pt-slow", "call", 1)
+    assert (row.commandId, row.tool, row.toolId) == (command_id, "pt-outer", "t-pt-outer")
+    assert (row.activeTool, row.block, row.depth) == ("pt-slow", "call", 1)
     assert row.activeExecutionId.startswith(row.executionId + ".")
     assert row.ageMs >= 0 and 0 < row.deadlineInMs <= 30_000
-    table = render(rows)
-    assert "pt-slow" in table and "DEADLINE IN" in table
+    header, line = render(rows).splitlines()
+    assert header.split()[:4] == ["EXECUTION", "TOOL", "RUNNING", "NOW"]
+    assert line.split()[:5] == [row.executionId, "pt-outer", "pt-slow", "›", "call"]
     gated.release.set()
 
 
