@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -111,9 +112,12 @@ async def end_trees(store: Store, machine: Machine, ends: list[End],
 
 
 async def cancel_execution(client: Client, keys: Keys, exec_id: str, reason: str = "",
-                           settings: Settings | None = None, via: str = "chatflow cancel"
-                           ) -> Cancelled:
-    """Cancel the tree of ``exec_id`` (its root or any nested execution)."""
+                           settings: Settings | None = None, via: str = "chatflow cancel",
+                           visible: Callable[[ExecState], bool] | None = None) -> Cancelled:
+    """Cancel the tree of ``exec_id`` (its root or any nested execution).
+
+    ``visible`` sees the root's state: a tree it refuses (another workspace's) is reported
+    exactly like a missing one."""
     try:
         partition = keys.partition_of_exec(exec_id)
     except ValueError:
@@ -125,7 +129,7 @@ async def cancel_execution(client: Client, keys: Keys, exec_id: str, reason: str
     store = store_for(client, keys, settings)
     root_id = exec_id.split(".", 1)[0]
     (root,) = await store.load_states([(partition, root_id)])
-    if root is None:
+    if root is None or (visible is not None and not visible(root)):
         return Cancelled(exec_id, root_id, "", False, "no such execution (or it expired)",
                          "not_found")
     if root.status == "done":

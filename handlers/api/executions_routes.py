@@ -4,6 +4,7 @@
 through ``chatflow.handlers.trees``, the same code as ``chatflow cancel`` and the
 deadline reaper: the caller of the command gets exactly one ``execution_cancelled``
 result, and the cancellation is counted where every process's ``/metrics`` sees it.
+Editors and admins only; a tree whose root tool is another workspace's answers 404.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from chatflow.runtime.registry import workspace_of
+from chatflow.runtime.state import ExecState
+
 from ..registry.errors import Conflict, Invalid, NotFound
 from ..trees import cancel_execution
+from .auth import Writer
 from .deps import Services, services
 
 router = APIRouter(tags=["executions"])
@@ -29,11 +34,16 @@ class CancelRequest(BaseModel):
 
 @router.post("/executions/{executionId}/cancel",
              summary="Cancel an execution in flight and its whole callTool tree")
-async def cancel(executionId: str, svc: Svc,
+async def cancel(executionId: str, svc: Svc, who: Writer,
                  body: Annotated[CancelRequest | None, Body()] = None) -> dict[str, Any]:
+    await svc.registry.catch_up()
+
+    def ours(root: ExecState) -> bool:  # the tree belongs to the workspace of its root tool
+        return workspace_of(svc.registry.state.tools.get(root.toolId)) == who.workspace
+
     outcome = await cancel_execution(svc.client, svc.keys, executionId,
                                      body.reason if body else "", svc.settings,
-                                     via="POST /executions/{id}/cancel")
+                                     via="POST /executions/{id}/cancel", visible=ours)
     if outcome.verdict == "invalid_id":
         raise Invalid(f"executionId {executionId!r}: {outcome.why}")
     if outcome.verdict == "not_found":
