@@ -13,12 +13,14 @@ prometheus_client's multiprocess mode cannot do (docs/operations.md).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
+import structlog
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -303,8 +305,24 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def asgi_app() -> Any:
-    """``/metrics`` for an ASGI app (the API): ``app.mount("/metrics", metrics.asgi_app())``."""
+def asgi_app(refresh: Callable[[], Awaitable[None]] | None = None) -> Any:
+    """``/metrics`` for an ASGI app (the API): ``app.mount("/metrics", metrics.asgi_app())``.
+
+    ``refresh`` runs before each scrape (the API passes ``refresh_streams`` on its client),
+    so the Redis-derived values agree with every worker's; a failed refresh still answers."""
     from prometheus_client import make_asgi_app
 
-    return make_asgi_app(registry=REGISTRY)
+    inner = make_asgi_app(registry=REGISTRY)
+    if refresh is None:
+        return inner
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            try:
+                await asyncio.wait_for(refresh(), timeout=5)
+            except Exception as exc:  # the scrape answers with the last values
+                structlog.get_logger("chatflow.metrics").warning(
+                    "stream gauges not refreshed", error=str(exc))
+        await inner(scope, receive, send)
+
+    return app

@@ -90,8 +90,13 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     if escaped:  # a router included without the guard: refuse to serve it at all
         raise ConfigurationError(f"routes under {base} without API key authentication: "
                                  + ", ".join(escaped))
-    # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics).
-    app.mount("/metrics", metrics.asgi_app())
+    # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics); the
+    # Redis-derived values (stream gauges, trees ended) are read at scrape time, as workers do.
+    async def refresh() -> None:
+        services: Services = app.state.services
+        await metrics.refresh_streams(services.client, services.keys)
+
+    app.mount("/metrics", metrics.asgi_app(refresh))
     return app
 
 

@@ -138,6 +138,9 @@ async def test_the_api_cancels_an_execution_and_answers_clear_errors_otherwise(
         assert missing["error"] == "not_found"
         bad = await api.fails("POST", "/executions/garbage/cancel", 400)
         assert "executionId" in bad["message"]
+        scrape = await api.root.get("/metrics/")  # the API's own exposition agrees too
+        assert scrape.status_code == 200
+        assert value(families(scrape.text), "chatflow_trees_ended_total", reason="cancelled") == 1
     assert (await trees_ended(harness.client, harness.keys))["cancelled"] == 1
     gated.release.set()
 
