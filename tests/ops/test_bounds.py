@@ -21,9 +21,10 @@ async def test_an_answered_command_leaves_no_bytes_in_the_command_stream(
     assert usage is not None and usage < 64 * 1024, usage
 
 
-async def test_the_public_streams_are_bounded_unless_told_otherwise() -> None:
-    s = Settings()
-    assert s.results_maxlen > 0 and s.dead_letters_maxlen > 0 and s.llm_usage_maxlen > 0
+def test_the_public_streams_are_bounded_unless_told_otherwise() -> None:
+    defaults = {name: Settings.model_fields[name].default
+                for name in ("results_maxlen", "dead_letters_maxlen", "llm_usage_maxlen")}
+    assert all(bound > 0 for bound in defaults.values()), defaults
 
 
 async def test_results_and_dead_letters_stop_growing_at_their_bound(bare: Harness) -> None:
