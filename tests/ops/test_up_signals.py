@@ -44,11 +44,12 @@ async def gone(pid: int, timeout_s: float = 20.0) -> bool:
     return False
 
 
-async def started_up(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+async def started_up(tmp_path: Path, *extra: str
+                     ) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     env.update(CHATFLOW_METRICS_PORT="0", CHATFLOW_LOG_FORMAT="json")
     proc = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).with_name("chatflow")), "up", "--no-api", "--no-examples",
+        str(Path(sys.executable).with_name("chatflow")), "up", "--no-examples", *extra,
         "--port", str(free_port()), "--data-dir", str(tmp_path / "valkey"),
         env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     assert proc.stderr is not None
@@ -58,7 +59,8 @@ async def started_up(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.P
             assert line, "chatflow up exited before it was ready"
             if line.startswith(b"ready."):
                 break
-        (valkey,) = children(proc.pid)
+        (valkey,) = [c for c in children(proc.pid) if b"-server" in
+                     Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0")[0]]
         yield proc, valkey
     finally:
         if proc.returncode is None:
@@ -66,9 +68,12 @@ async def started_up(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.P
             await proc.wait()
 
 
-@pytest.fixture
-async def up(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
-    async for pair in started_up(tmp_path):
+@pytest.fixture(params=["workers only", "with the API"])
+async def up(request: pytest.FixtureRequest, tmp_path: Path
+             ) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    extra = ("--no-api",) if request.param == "workers only" else (
+        "--api-port", str(free_port()))
+    async for pair in started_up(tmp_path, *extra):
         yield pair
 
 
