@@ -6,7 +6,7 @@ msgspec structs are not pydantic models, so each gets a pydantic view whose JSON
 schema is msgspec's own (refs inlined). The payload is the JSON held in an
 entry's single ``data`` field (SPEC: "A stream entry ... has one field, data").
 
-``python -m handlers.asyncapi > docs/asyncapi.json`` regenerates the file;
+``python -m chatflow.handlers.asyncapi > docs/asyncapi.json`` regenerates the file;
 tests/ops/test_asyncapi.py fails when it drifts from this code.
 """
 
@@ -22,6 +22,7 @@ from faststream.specification import AsyncAPI
 from pydantic import BaseModel
 
 from chatflow.schemas.wire import (
+    DeadLetter,
     DebugEvent,
     ExecuteToolCommand,
     LlmUsageEvent,
@@ -89,6 +90,10 @@ def broker(keys: Keys | None = None) -> RedisBroker:
                 description="one event per tool run, nested callTool runs included")
     b.publisher(stream=keys.llm_usage, title="llm-usage", schema=view(LlmUsageEvent),
                 description="one event per callAI model call")
+    b.publisher(stream=keys.dead_letters, title="tool-dead-letters", schema=view(DeadLetter),
+                description="entries no result could come from: a command with no readable "
+                            "commandId, or an entry delivered max_deliveries times (poison); "
+                            "capped at CHATFLOW_DEAD_LETTERS_MAXLEN (default 2,000)")
     b.publisher(stream=keys.debug("{contactId}"), title="debug", schema=view(DebugEvent),
                 description="debug events of one contact while debug is on: action_start, "
                             "action_result per block (executeTool:{blockType}), final "

@@ -13,13 +13,18 @@ beside it, never on its command line (which every local user can read in ``ps``)
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -50,6 +55,25 @@ def find_server_binary() -> str:
     raise ConfigurationError(HOW_TO_GET_ONE)
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _parent_death_signal(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to SIGTERM the child when its parent dies (Linux).
+
+    SIGTERM, not SIGKILL: Valkey then flushes its AOF as on any clean stop."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+    def arm() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: the signal never comes
+            os._exit(1)
+
+    return arm
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -69,6 +93,10 @@ class EmbeddedServer:
     cluster: bool = False
     extra: list[str] = field(default_factory=list)
     password: str | None = field(default=None, repr=False)
+    # Linux: the server gets SIGTERM when the thread that started it ends (the parent killed
+    # outright included). Start it from the main thread: PR_SET_PDEATHSIG follows the
+    # forking *thread*, so a server started in a worker thread would stop with that thread.
+    die_with_parent: bool = False
     process: subprocess.Popen[bytes] | None = None
     _owned_dir: str | None = None
 
@@ -106,8 +134,9 @@ class EmbeddedServer:
         if self.cluster:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", f"nodes-{self.port}.conf"]
+        preexec = _parent_death_signal(os.getpid()) if self.die_with_parent else None
         self.process = subprocess.Popen([*args, *self.extra], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE)
+                                        stderr=subprocess.PIPE, preexec_fn=preexec)
         self._wait_ready(timeout_s)
         return self
 

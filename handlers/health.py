@@ -21,6 +21,7 @@ from . import metrics
 log = structlog.get_logger("chatflow.health")
 Check = Callable[[], Awaitable[tuple[bool, str]]]
 Refresh = Callable[[], Awaitable[None]]
+READY_TIMEOUT_S = 5
 
 
 class HealthServer:
@@ -85,9 +86,11 @@ class HealthServer:
             return "200 OK", "text/plain", b"live\n"
         if path == "/health/ready":
             try:
-                ok, why = await asyncio.wait_for(self.ready(), timeout=5)
-            except Exception as exc:
-                ok, why = False, f"readiness check failed: {exc}"
+                ok, why = await asyncio.wait_for(self.ready(), timeout=READY_TIMEOUT_S)
+            except TimeoutError:
+                ok, why = False, f"readiness check failed: did not answer within {READY_TIMEOUT_S} s"
+            except Exception as exc:  # str() of many errors is empty: name the type too
+                ok, why = False, f"readiness check failed: {type(exc).__name__}: {exc}".rstrip(": ")
             return ("200 OK" if ok else "503 Service Unavailable"), "text/plain", \
                 (why + "\n").encode()
         return "404 Not Found", "text/plain", b"not found\n"

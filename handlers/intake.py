@@ -26,6 +26,7 @@ from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolErr
 from . import metrics
 from .commandhead import command_head
 from .keys import COMMANDS_GROUP, Keys
+from .redis_client import Client
 from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .store import Commit, Publish, Store, dead_letter
 
@@ -34,6 +35,17 @@ _decode = msgspec.json.Decoder(ExecuteToolCommand)
 _enc = msgspec.json.Encoder()
 Entry = tuple[bytes, dict[bytes, bytes]]
 RunAhead = Callable[[int, list[Transition | None]], Awaitable[None]]
+
+
+async def ack_and_delete(client: Client, stream: str, group: str, ids: list[bytes]) -> None:
+    """Ack and delete in one round trip: an acked command is never read again, and a kept
+    one would hold its bytes (up to the whole command) in memory for good. Entries are
+    deleted only once delivered, so XINFO's ``lag`` stays exact (no tombstone lies past
+    the group's last delivered id)."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.xack(stream, group, *ids)
+        pipe.xdel(stream, *ids)
+        await pipe.execute()
 
 
 def _now() -> int:
@@ -49,6 +61,7 @@ class Intake:
         self.definitions = definitions
         self.clock = clock
         self.results_maxlen = 0
+        self.dead_letters_maxlen = 0
         self.run_ahead = run_ahead
         self.reply_allowed = reply_matcher(self.keys.prefix, DEFAULT_REPLY_STREAMS)
 
@@ -66,7 +79,7 @@ class Intake:
         await self._start(commands)
         ids = [entry_id for entry_id, _ in entries]
         if ids:
-            await self.store.client.xack(self.keys.commands, COMMANDS_GROUP, *ids)
+            await ack_and_delete(self.store.client, self.keys.commands, COMMANDS_GROUP, ids)
 
     def _parse(self, entry_id: bytes, fields: dict[bytes, bytes]) -> ExecuteToolCommand | Publish:
         raw = fields.get(b"data")
@@ -127,7 +140,8 @@ class Intake:
                      deliveries: int = 1) -> Publish:
         log.warning("command dead-lettered", entry=entry_id.decode(), reason=why)
         metrics.dead_letter("commands")
-        return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries)
+        return dead_letter(self.keys, self.keys.commands, entry_id, fields, why, deliveries,
+                           self.dead_letters_maxlen)
 
     async def _run_ahead(self, commits: list[Commit]) -> None:
         """Carry each new execution on while its blocks are inert (handlers/steps.py), every

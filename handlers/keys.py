@@ -120,6 +120,11 @@ class Keys:
         """Dedup marker in the same slot as ``stream`` (hash tag = the stream's full name)."""
         return f"{{{stream}}}:sent:{message_id}"
 
+    @property
+    def trees_ended(self) -> str:
+        """Hash reason -> trees ended from outside the machine (handlers/trees.py)."""
+        return f"{self.prefix}counters:trees-ended"
+
     # -- partitions ----------------------------------------------------------
     def partition_of(self, command_id: str) -> int:
         return zlib.crc32(command_id.encode()) % self.partitions

@@ -13,12 +13,14 @@ prometheus_client's multiprocess mode cannot do (docs/operations.md).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
+import structlog
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -28,6 +30,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily
 
 from chatflow.schemas.wire import LlmUsageEvent
 
@@ -111,6 +114,37 @@ STREAM_LENGTH = Gauge("chatflow_stream_length", "Stream length (XLEN)", ["stream
 INFLIGHT = Gauge("chatflow_executions_in_flight", "Root executions with a pending deadline",
                  registry=REGISTRY)
 UP = Gauge("chatflow_worker_up", "1 while this process's subscribers run", registry=REGISTRY)
+
+
+TREE_END_REASONS = ("deadline_timeout", "dead_lettered", "cancelled")
+
+
+class SharedCounters:
+    """Counters kept in Redis, so every process exposes the same value (aggregate with
+    ``max``): trees ended from outside the machine, by reason (handlers/trees.py). A cancel
+    runs in the CLI or the API, whose own registries no worker's ``/metrics`` would show."""
+
+    def __init__(self) -> None:
+        self.trees_ended: dict[str, int] = {}
+
+    def describe(self) -> list[CounterMetricFamily]:
+        return [self._family()]
+
+    def collect(self) -> list[CounterMetricFamily]:
+        return [self._family()]
+
+    def _family(self) -> CounterMetricFamily:
+        family = CounterMetricFamily(
+            "chatflow_trees_ended", "Trees ended from outside the state machine, by reason "
+            "(deadline_timeout, dead_lettered, cancelled); read from Redis at scrape time",
+            labels=["reason"])
+        for reason, n in sorted(self.trees_ended.items()):
+            family.add_metric([reason], n)
+        return family
+
+
+SHARED = SharedCounters()
+REGISTRY.register(SHARED)
 
 class _Executed(msgspec.Struct):
     """The fields of a ToolExecutionStreamEvent the metrics read; the rest is skipped."""
@@ -238,19 +272,15 @@ async def refresh_streams(client: Any, keys: Any) -> None:
             pipe.xlen(key)
         for n in range(keys.partitions):
             pipe.zcard(keys.deadlines(n))
+        pipe.hgetall(keys.trees_ended)
         replies = await pipe.execute(raise_on_error=False)
+    ended = replies.pop()
+    if not isinstance(ended, Exception):
+        stored = {_text(k): int(v) for k, v in ended.items()}
+        SHARED.trees_ended = {reason: stored.get(reason, 0) for reason in TREE_END_REASONS}
     for (_key, name), groups in zip(streams, replies, strict=False):
-        if isinstance(groups, Exception):
-            continue  # the stream does not exist yet
-        for group in groups:
-            gname = _text(group.get("name"))
-            STREAM_PENDING.labels(name, gname).set(int(group.get("pending") or 0))
-            lag = group.get("lag")
-            if lag is not None:
-                STREAM_LAG.labels(name, gname).set(int(lag))
-            read = group.get("entries-read")
-            if read is not None:
-                STREAM_READ.labels(name, gname).set(int(read))
+        if not isinstance(groups, Exception):  # else the stream does not exist yet
+            _set_groups(name, groups)
     lengths = replies[len(streams):len(streams) + 4]
     for name, length in zip(("tool-commands", "tool-results", "tool-executions",
                              "tool-dead-letters"), lengths, strict=True):
@@ -259,12 +289,40 @@ async def refresh_streams(client: Any, keys: Any) -> None:
     INFLIGHT.set(sum(int(x) for x in replies[len(streams) + 4:] if not isinstance(x, Exception)))
 
 
+def _set_groups(name: str, groups: list[dict[str, Any]]) -> None:
+    for group in groups:
+        gname = _text(group.get("name"))
+        STREAM_PENDING.labels(name, gname).set(int(group.get("pending") or 0))
+        lag = group.get("lag")
+        if lag is not None:
+            STREAM_LAG.labels(name, gname).set(int(lag))
+        read = group.get("entries-read")
+        if read is not None:
+            STREAM_READ.labels(name, gname).set(int(read))
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def asgi_app() -> Any:
-    """``/metrics`` for an ASGI app (the API): ``app.mount("/metrics", metrics.asgi_app())``."""
+def asgi_app(refresh: Callable[[], Awaitable[None]] | None = None) -> Any:
+    """``/metrics`` for an ASGI app (the API): ``app.mount("/metrics", metrics.asgi_app())``.
+
+    ``refresh`` runs before each scrape (the API passes ``refresh_streams`` on its client),
+    so the Redis-derived values agree with every worker's; a failed refresh still answers."""
     from prometheus_client import make_asgi_app
 
-    return make_asgi_app(registry=REGISTRY)
+    inner = make_asgi_app(registry=REGISTRY)
+    if refresh is None:
+        return inner
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            try:
+                await asyncio.wait_for(refresh(), timeout=5)
+            except Exception as exc:  # the scrape answers with the last values
+                structlog.get_logger("chatflow.metrics").warning(
+                    "stream gauges not refreshed", error=str(exc))
+        await inner(scope, receive, send)
+
+    return app

@@ -23,13 +23,16 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.state import step_decoder
 
 from . import metrics
+from .intake import ack_and_delete
 from .keys import Keys
 from .leases import Leases
 from .settings import Settings
-from .store import Commit, Store, dead_letter
+from .store import Store, dead_letter
+from .trees import End, end_trees
 
 log = structlog.get_logger("chatflow.recovery")
 Entry = tuple[bytes, dict[bytes, bytes]]
+OWN_STREAMS = frozenset({"commands", "steps", "outbox"})  # read by the runtime's groups alone
 
 
 class Recovery:
@@ -53,21 +56,18 @@ class Recovery:
             return 0
         ids = [d.decode() for d in due]
         states = await self.store.load_states([(partition, i) for i in ids])
-        commits: list[Commit] = []
+        ends: list[End] = []
         for exec_id, state in zip(ids, states, strict=True):
             if state is None:
                 await self.store.client.zrem(self.keys.deadlines(partition), exec_id)
                 continue
             failure = errors.tool_timeout(state.root.action.publishedToolId,
                                           self.machine.limits.tool_timeout_ms)
-            t = self.machine.abort(state, failure, now)
-            t.expect = None  # the done guard alone decides: the answer must go out
-            commits.append(Commit(partition, exec_id, t, None))
-        verdicts = await self.store.commit(commits)
-        metrics.observe_commits(commits, verdicts)
-        metrics.reaper_action("deadline_timeout", sum(1 for v in verdicts if v == 1))
-        self.reaped += sum(1 for v in verdicts if v == 1)
-        return len(commits)
+            ends.append(End(partition, state, failure, "deadline_timeout"))
+        ended = sum(1 for e in await end_trees(self.store, self.machine, ends, now) if e.committed)
+        metrics.reaper_action("deadline_timeout", ended)
+        self.reaped += ended
+        return len(ends)
 
     async def reclaim(self, stream: str, group: str, partition: int,
                       process: Callable[[list[Entry]], Awaitable[None]],
@@ -101,14 +101,17 @@ class Recovery:
         entry_id, fields = entry
         reason = f"delivered {deliveries} times without completing"
         await self.store.publish_once([dead_letter(self.keys, stream, entry_id, fields, reason,
-                                                   deliveries)])
+                                                   deliveries, self.settings.dead_letters_maxlen)])
         log.error("poison entry dead-lettered", stream=stream, entry=entry_id.decode(),
                   deliveries=deliveries)
         self.dead_lettered += 1
         metrics.dead_letter(kind)
         if kind == "steps":
             await self._abort_step_owner(partition, fields)
-        await self.store.client.xack(stream, group, entry_id)
+        if kind in OWN_STREAMS:
+            await ack_and_delete(self.store.client, stream, group, [entry_id])
+        else:  # stream:tool-executions is public: other groups may still read the entry
+            await self.store.client.xack(stream, group, entry_id)
 
     async def _abort_step_owner(self, partition: int, fields: dict[bytes, bytes]) -> None:
         try:
@@ -118,8 +121,5 @@ class Recovery:
         (state,) = await self.store.load_states([(partition, msg.e)])
         if state is None or state.status == "done":
             return
-        t = self.machine.abort(state, errors.internal_error("step kept failing; dead-lettered"),
-                               int(time.time() * 1000))
-        t.expect = None
-        commits = [Commit(partition, state.rootId, t, None)]
-        metrics.observe_commits(commits, await self.store.commit(commits))
+        failure = errors.internal_error("step kept failing; dead-lettered")
+        await end_trees(self.store, self.machine, [End(partition, state, failure, "dead_lettered")])

@@ -50,12 +50,17 @@ class Settings(BaseSettings):
     reaper_interval_ms: int = Field(default=500, ge=10)
     max_deliveries: int = Field(default=5, ge=1)
     debug_maxlen: int = Field(default=1000, ge=1)
-    results_maxlen: int = Field(default=0, ge=0)
     # Where a command's replyTo may point: comma-separated stream-name patterns (fnmatch),
     # each under the key prefix. Anything else is answered invalid_command on the default
     # result stream: a replyTo must never write into an internal key (stream:registry...).
     reply_streams: str = DEFAULT_REPLY_STREAMS
-    executions_maxlen: int = Field(default=0, ge=0)
+    # Approximate MAXLEN of the public streams nobody in the runtime consumes (0: unbounded).
+    # With `noeviction` an unbounded stream grows until Valkey refuses writes (docs/scale.md,
+    # "Memory"); consumers that fall further behind than this lose the oldest entries.
+    results_maxlen: int = Field(default=100_000, ge=0)
+    dead_letters_maxlen: int = Field(default=2_000, ge=0)  # each up to ~64 KiB
+    llm_usage_maxlen: int = Field(default=100_000, ge=0)
+    executions_maxlen: int = Field(default=0, ge=0)  # bounded by executions_retention_s
     dedup_ttl_s: int = Field(default=86_400, ge=60)
     state_ttl_s: int = Field(default=3_600, ge=60)
     marker_ttl_s: int = Field(default=900, ge=60)

@@ -78,6 +78,7 @@ class Targets:
     results_maxlen: int = 0
     executions_maxlen: int = 0
     debug_maxlen: int = 1000
+    llm_usage_maxlen: int = 0
 
     def resolve(self, kind: str, key: str) -> tuple[str, int]:
         if kind == "result":
@@ -86,7 +87,7 @@ class Targets:
             return self.keys.executions, self.executions_maxlen
         if kind == "debug":
             return self.keys.debug(key), self.debug_maxlen
-        return self.keys.llm_usage, 0
+        return self.keys.llm_usage, self.llm_usage_maxlen
 
 _msgpack = msgspec.msgpack.Encoder()
 INLINE_STATE_MAX = 16 * 1024  # larger states are read from their key, not copied
@@ -115,14 +116,14 @@ class Publish:
 
 
 def dead_letter(keys: Keys, stream: str, entry_id: bytes, fields: dict[bytes, bytes], reason: str,
-                deliveries: int = 1) -> Publish:
+                deliveries: int = 1, maxlen: int = 0) -> Publish:
     """The dead-letter message for an entry of ``stream`` (its fields kept, capped at 64 KiB)."""
     raw = b" ".join(k + b"=" + v for k, v in fields.items())[:65536]
     letter = DeadLetter(reason, stream, entry_id.decode(), deliveries,
                         raw.decode("utf-8", errors="replace"))
     target = keys.dead_letters
     return Publish(target, Keys.sent_marker(target, f"{stream}:{entry_id.decode()}"),
-                   msgspec.json.encode(letter))
+                   msgspec.json.encode(letter), maxlen)
 
 
 def _text(value: Any) -> Any:

@@ -88,7 +88,7 @@ class Worker:
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
                            direct=not s.redis_cluster,
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
-                                           s.debug_maxlen))
+                                           s.debug_maxlen, s.llm_usage_maxlen))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
@@ -113,6 +113,7 @@ class Worker:
                              run_ahead=self.steps.run_ahead)
         self.intake.results_maxlen = s.results_maxlen
         self.intake.reply_allowed = s.reply_allowed()
+        self.intake.dead_letters_maxlen = s.dead_letters_maxlen
         self.relay = Relay(self.store, s)
         self.leases = Leases(self.store, self.consumer,
                              max_hold_ms=s.tool_timeout_ms + s.claim_idle_ms)

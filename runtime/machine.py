@@ -197,11 +197,12 @@ class Machine:
         state.invocations = max(state.invocations, child.invocations)
         if child.ok:
             outcome = BlockOutcome(writes={block.outputVariable: child.result},
-                                   debug={"result": child.result}, duration_ms=0)
+                                   debug={"result": child.result}, duration_ms=child.durationMs)
         else:
             error = child.error or ToolError("internal_error", "child failed without an error")
             outcome = BlockOutcome(writes={block.outputVariable: ""},
-                                   error=ToolFailure(error.code, error.message))
+                                   error=ToolFailure(error.code, error.message),
+                                   duration_ms=child.durationMs)
         return self.after_block(state, block, outcome, now)
 
     def load_failure(self, state: ExecState, block: CallToolBlock, failure: ToolFailure,
@@ -218,11 +219,13 @@ class Machine:
         t.writes.append(state)
         t.done.append(state.execId)
         t.log.append(LogEntry("aborted", state.execId, now, ok=False, error=_err(failure)))
-        for frame in [*state.frames, Frame(state.execId, state.toolId, state.publishedToolId,
-                                           state.startedMs)]:
+        # frames run root first, so a frame's index is its depth (the leaf's is state.depth)
+        for depth, frame in enumerate([*state.frames, Frame(state.execId, state.toolId,
+                                                            state.publishedToolId,
+                                                            state.startedMs)]):
             ghost = ExecState(
                 execId=frame.execId, rootId=state.rootId, partition=state.partition,
-                depth=0, toolId=frame.toolId, publishedToolId=frame.publishedToolId,
+                depth=depth, toolId=frame.toolId, publishedToolId=frame.publishedToolId,
                 defHash="", block="", variables={}, context={}, root=state.root,
                 startedMs=frame.startedMs, deadlineMs=state.deadlineMs)
             t.emits.append(execution_emit(ghost, False, _err(failure), now))
@@ -342,7 +345,8 @@ class Machine:
                               result=result if error is None else None))
         if state.depth > 0:
             parent = state.frames[-1].execId
-            outcome = ChildOutcome(state.execId, error is None, result, error, state.invocations)
+            outcome = ChildOutcome(state.execId, error is None, result, error, state.invocations,
+                                   max(0, now - state.startedMs))
             # The parent has waited at the version its spawn wrote, never bumped since.
             t.steps.append(StepMsg(parent, _parent_version(state), "resume", outcome))
             return t

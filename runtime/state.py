@@ -69,6 +69,7 @@ class ChildOutcome(msgspec.Struct, frozen=True):
     result: str = ""
     error: ToolError | None = None
     invocations: int = 0
+    durationMs: int = 0  # the child's run, from its start to its end: the callTool block's time
 
 
 class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):

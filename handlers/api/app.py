@@ -30,7 +30,7 @@ from .. import metrics
 from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings
-from . import access_routes, internal_routes, servers_routes, tools_routes
+from . import access_routes, executions_routes, internal_routes, servers_routes, tools_routes
 from .auth import authenticate, unguarded_routes
 from .deps import Services
 from .limits import RequestLimits
@@ -81,7 +81,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
                              "problems": problems}, status_code=400)
 
     guarded = [Depends(authenticate)]
-    for router in (tools_routes.router, servers_routes.router, access_routes.router):
+    for router in (tools_routes.router, servers_routes.router, access_routes.router,
+                   executions_routes.router):
         app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
     add_edge_middleware(app, settings)
@@ -89,8 +90,13 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     if escaped:  # a router included without the guard: refuse to serve it at all
         raise ConfigurationError(f"routes under {base} without API key authentication: "
                                  + ", ".join(escaped))
-    # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics).
-    app.mount("/metrics", metrics.asgi_app())
+    # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics); the
+    # Redis-derived values (stream gauges, trees ended) are read at scrape time, as workers do.
+    async def refresh() -> None:
+        services: Services = app.state.services
+        await metrics.refresh_streams(services.client, services.keys)
+
+    app.mount("/metrics", metrics.asgi_app(refresh))
     return app
 
 

@@ -1,64 +1,19 @@
 """``chatflow cancel EXECUTION``: stop an execution and its whole callTool tree.
 
-The tree's active leaf is aborted with ``execution_cancelled`` (fatal) through the
-same atomic commit as every transition, with no expected version (like the
-reaper): the done key makes the cancel and any live step agree, so the caller
-gets exactly one result, the cancellation error, and whatever the tree was still
-doing commits nothing.
+The tree's active leaf is aborted with ``execution_cancelled`` (fatal) by
+``chatflow.handlers.trees``, the one place that ends trees (the reaper, poison
+steps and the API's cancel use it too): the caller gets exactly one result.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import time
-from dataclasses import dataclass
 
-from chatflow.runtime import errors
-from chatflow.runtime.machine import Machine
-
-from .. import metrics
-from ..keys import Keys
-from ..redis_client import Client
-from ..settings import Settings
-from ..store import COMMITTED, Commit
+from ..trees import Cancelled, cancel_execution
 from .common import add_redis_flag, client_for, settings_from
-from .executions_cmd import active_leaf, store_for
 
-
-@dataclass(frozen=True, slots=True)
-class Cancelled:
-    executionId: str
-    rootId: str
-    leafId: str
-    cancelled: bool
-    why: str
-
-
-async def cancel_execution(client: Client, keys: Keys, exec_id: str, reason: str = "",
-                           settings: Settings | None = None) -> Cancelled:
-    try:
-        partition = keys.partition_of_exec(exec_id)
-    except ValueError:
-        return Cancelled(exec_id, "", "", False, "not an execution id (N-<uuid>[.n...])")
-    settings = settings or Settings()
-    store = store_for(client, keys, settings)
-    root_id = exec_id.split(".", 1)[0]
-    (root,) = await store.load_states([(partition, root_id)])
-    if root is None:
-        return Cancelled(exec_id, root_id, "", False, "no such execution (or it expired)")
-    if root.status == "done":
-        return Cancelled(exec_id, root_id, "", False, "already finished")
-    leaf = await active_leaf(store, partition, root)
-    failure = errors.execution_cancelled(reason or "via chatflow cancel")
-    t = Machine(settings.limits()).abort(leaf, failure, int(time.time() * 1000))
-    t.expect = None  # the done guard alone decides, as for the reaper
-    (verdict,) = await store.commit([Commit(partition, root_id, t, None)])
-    metrics.observe_commits([Commit(partition, root_id, t, None)], [verdict])
-    if verdict != COMMITTED:
-        return Cancelled(exec_id, root_id, leaf.execId, False, "already answered")
-    metrics.reaper_action("cancelled")
-    return Cancelled(exec_id, root_id, leaf.execId, True, "cancelled")
+__all__ = ["Cancelled", "cancel_execution", "register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,4 +1,5 @@
-"""``chatflow executions``: the executions in flight, with tool, current block, age and deadline.
+"""``chatflow executions``: the executions in flight: the root tool, what runs now (the nested
+tool and block), age and deadline.
 
 Roots in flight are the members of every partition's ``{cf:N}:deadlines`` zset;
 a waiting parent's active child is ``<parent>.<version - 1>`` (runtime/machine.py
@@ -13,12 +14,9 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from chatflow.runtime.state import ExecState
-
 from ..keys import Keys
 from ..redis_client import Client
-from ..settings import Settings
-from ..store import Store
+from ..trees import active_leaf, store_for
 from .common import add_redis_flag, client_for, settings_from
 
 
@@ -28,32 +26,15 @@ class InFlight:
     activeExecutionId: str
     commandId: str
     contactId: str
-    tool: str
+    tool: str  # the root's publishedToolId: the tool the command ran
     toolId: str
-    block: str
-    depth: int
+    activeTool: str  # the execution running now (a nested callTool child, or the root)
+    activeToolId: str
+    block: str  # the active execution's block
+    depth: int  # the active execution's depth
     status: str
     ageMs: int
     deadlineInMs: int
-
-
-def store_for(client: Client, keys: Keys, settings: Settings | None = None) -> Store:
-    s = settings or Settings()
-    return Store(client, keys, state_ttl_s=s.state_ttl_s, dedup_ttl_s=s.dedup_ttl_s,
-                 marker_ttl_s=s.marker_ttl_s)
-
-
-async def active_leaf(store: Store, partition: int, root: ExecState) -> ExecState:
-    """Follow a waiting execution down its callTool chain to the one that runs now."""
-    state = root
-    for _ in range(64):  # deeper than any allowed tree
-        if state.status != "waiting":
-            break
-        (child,) = await store.load_states([(partition, f"{state.execId}.{state.version - 1}")])
-        if child is None or child.status == "done":
-            break
-        state = child
-    return state
 
 
 async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> list[InFlight]:
@@ -72,17 +53,24 @@ async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> li
             continue
         leaf = await active_leaf(store, n, state)
         rows.append(InFlight(exec_id, leaf.execId, state.root.commandId, state.root.contactId,
-                             leaf.publishedToolId, leaf.toolId, leaf.block, leaf.depth,
-                             leaf.status, max(0, now - state.startedMs), deadline - now))
+                             state.publishedToolId, state.toolId, leaf.publishedToolId,
+                             leaf.toolId, leaf.block, leaf.depth, leaf.status,
+                             max(0, now - state.startedMs), deadline - now))
     rows.sort(key=lambda r: -r.ageMs)
     return rows
+
+
+def _running(row: InFlight) -> str:
+    """The active block, prefixed by the nested tool it belongs to when that is not the root."""
+    block = row.block or "-"
+    return block if row.activeExecutionId == row.executionId else f"{row.activeTool} › {block}"
 
 
 def render(rows: list[InFlight]) -> str:
     if not rows:
         return "no executions in flight"
-    head = ("EXECUTION", "TOOL", "BLOCK", "DEPTH", "AGE", "DEADLINE IN", "CONTACT")
-    body = [(r.executionId, r.tool, r.block or "-", str(r.depth), f"{r.ageMs / 1000:.1f}s",
+    head = ("EXECUTION", "TOOL", "RUNNING NOW", "DEPTH", "AGE", "DEADLINE IN", "CONTACT")
+    body = [(r.executionId, r.tool, _running(r), str(r.depth), f"{r.ageMs / 1000:.1f}s",
              f"{r.deadlineInMs / 1000:.1f}s", r.contactId) for r in rows]
     widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

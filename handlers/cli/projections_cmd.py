@@ -10,7 +10,7 @@ import sys
 import time
 
 from ..logging import configure_logging
-from ..projections.execlog import rebuild, snapshot, trim_source
+from ..projections.execlog import drop, rebuild, snapshot, trim_source
 from ..projections.runner import ProjectionRunner
 from ..worker import consumer_name
 from .common import add_redis_flag, client_for, require_url, settings_from
@@ -92,8 +92,11 @@ async def _rebuild(args: argparse.Namespace) -> int:
         print(f"rebuilt {'scratch' if args.verify else 'live'} projection from {count} events")
         if not args.verify:
             return 0
-        live = await snapshot(client, keys, ns="proj", now=now)
-        fresh = await snapshot(client, keys, ns=SCRATCH, now=now)
+        try:
+            live = await snapshot(client, keys, ns="proj", now=now)
+            fresh = await snapshot(client, keys, ns=SCRATCH, now=now)
+        finally:
+            await drop(client, keys, SCRATCH)  # the copy was only for comparing: none is kept
         differ = sorted(t for t in set(live) | set(fresh) if live.get(t) != fresh.get(t))
         for tool in differ:
             print(json.dumps({"tool": tool, "live": live.get(tool, {}).get("metrics"),

@@ -28,6 +28,13 @@ from .common import add_redis_flag, require_url, settings_from
 from .supervise import supervise
 
 log = structlog.get_logger("chatflow.cli")
+# Every signal whose default is to end the process and that a process can catch: a closed
+# terminal (SIGHUP) must stop `chatflow up` as cleanly as Ctrl-C, embedded Valkey included.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +67,7 @@ async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None,
                 tool_modules: Sequence[str] = ()) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.set)
     worker = Worker(settings, url, native_tools=load_native_tools(tool_modules))
     await worker.start()
@@ -147,9 +154,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     settings = _with_metrics_port(settings_from(args), args)
     server = None
     url = settings.redis_url
+    for sig in STOP_SIGNALS:  # until the workers' loop takes them over: unwind, stop the server
+        signal.signal(sig, _exit_on_signal)
     if not url:
         server = EmbeddedServer(port=args.port, data_dir=str(Path(args.data_dir).resolve()),
-                                appendonly=True).start()
+                                appendonly=True, die_with_parent=True).start()
         url = server.url
         print(f"embedded Valkey on {redact(url)} (password in {server.password_file}, "
               f"AOF in {server.data_dir})", file=sys.stderr)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import sys
 
+from ..keys import Keys
 from ..projections.metrics import ToolMetrics, tool_metrics
+from ..redis_client import Client
 from .common import add_redis_flag, client_for, settings_from
 
 
@@ -33,11 +37,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_stats)
 
 
+async def resolve_tool(client: Client, keys: Keys, name: str) -> tuple[str, str | None]:
+    """The Tool.id to read for ``name``, and a note for stderr when it was not one.
+
+    The projection is keyed by Tool.id; people often have the publishedToolId at hand (it is
+    what commands and `chatflow tail` show), so one is mapped to its tool."""
+    if await client.sismember(keys.proj_tools(), name):
+        return name, None
+    raw = await client.get(keys.tool(name))
+    if raw is not None:
+        with contextlib.suppress(ValueError, AttributeError):
+            tool_id = json.loads(raw).get("toolId")
+            if isinstance(tool_id, str) and tool_id:
+                return tool_id, f"{name} is a publishedToolId; showing its tool {tool_id}"
+    return name, (f"no runs of {name!r} in the execution log: stats take a Tool.id (the "
+                  "`toolId` of tool-execution events; `chatflow stats` lists every tool seen)")
+
+
 async def _run(args: argparse.Namespace) -> int:
     client, keys = client_for(settings_from(args))
     try:
         if args.tool:
-            tools = [args.tool]
+            tool, note = await resolve_tool(client, keys, args.tool)
+            if note:
+                print(note, file=sys.stderr)
+            tools = [tool]
         else:
             tools = sorted(t.decode() for t in await client.smembers(keys.proj_tools()))
         rows = await tool_metrics(client, keys, tools)

@@ -10,6 +10,7 @@ import pytest
 import structlog
 
 from chatflow.handlers.cli.main import main
+from chatflow.handlers.cli.projections_cmd import SCRATCH
 from chatflow.handlers.logging import configure_logging
 from tests.harness import Harness
 from tests.httpserver import LoopbackServer
@@ -82,6 +83,21 @@ async def test_stats_prints_the_seven_day_table(
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["TOOL", "t-s-ok"]
 
 
+async def test_stats_given_a_published_tool_id_shows_its_tool_and_says_so(
+        env: Harness, capsys: pytest.CaptureFixture[str]) -> None:
+    await env.put_tool("pt-s-pub", returning("x"), tool_id="t-s-pub")
+    for _ in range(2):
+        await env.run("pt-s-pub")
+    await env.workers[0].projection.wait_caught_up()
+    assert await chatflow("stats", "pt-s-pub") == 0
+    captured = capsys.readouterr()
+    (row,) = captured.out.splitlines()[1:]
+    assert row.split()[:2] == ["t-s-pub", "2"]
+    assert "pt-s-pub is a publishedToolId; showing its tool t-s-pub" in captured.err
+    assert await chatflow("stats", "nothing-like-it") == 0
+    assert "stats take a Tool.id" in capsys.readouterr().err
+
+
 async def test_a_verified_rebuild_shows_progress_and_equal_projections(
         env: Harness, capsys: pytest.CaptureFixture[str]) -> None:
     await env.put_tool("pt-r", returning("x"), tool_id="t-r")
@@ -92,6 +108,8 @@ async def test_a_verified_rebuild_shows_progress_and_equal_projections(
     captured = capsys.readouterr()
     assert "rebuild: 4/4 events (100%)" in captured.err
     assert "projections equal" in captured.out
+    left = [k async for k in env.client.scan_iter(match=f"{env.settings.prefix}*{SCRATCH}*")]
+    assert left == [], "the verify copy stayed behind"
 
 
 async def test_executions_says_when_nothing_is_in_flight(

@@ -5,6 +5,7 @@ dead-lettered after ``max_deliveries``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from chatflow.handlers.keys import COMMANDS_GROUP
+from chatflow.handlers.trees import trees_ended
 from chatflow.handlers.worker import Worker
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.state import ExecState
@@ -231,6 +233,15 @@ async def test_a_step_that_keeps_failing_is_dead_lettered_after_max_deliveries(
         assert len(letters) == 1 and letters[0]["deliveries"] == 3
         assert ":steps" in letters[0]["stream"]
         assert failing.calls == 3
+        # counted where every process sees it, and the poison entry leaves its stream
+        deadline = asyncio.get_running_loop().time() + 10
+        while (await trees_ended(harness.client, harness.keys))["dead_lettered"] != 1:
+            assert asyncio.get_running_loop().time() < deadline, "dead letter not counted"
+            await asyncio.sleep(0.02)  # polling a counter on the server, bounded above
+        step_stream = letters[0]["stream"]
+        while await harness.client.xlen(step_stream) != 0:
+            assert asyncio.get_running_loop().time() < deadline, "poison step kept"
+            await asyncio.sleep(0.02)  # polling the stream, bounded above
         await harness.put_tool("pt-alive", tool("r", ret("r", "alive")))
         assert (await harness.run("pt-alive")).result == "alive"
     finally:
