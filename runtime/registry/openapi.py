@@ -110,7 +110,7 @@ def _body_params(op: SchemaPath) -> list[dict[str, Any]]:
     names: list[str] = []
     for part in [schema, *((schema / "allOf") if "allOf" in schema else [])]:
         if "required" in part:
-            required |= {str(r) for r in part / "required"}
+            required |= {str(r) for r in (part / "required").read_value()}  # values, not paths
         if "properties" in part:
             names += [str(k) for k in (part / "properties").str_keys() if str(k) not in names]
     return [{"name": n, "in": "body", "required": n in required, "description": None}
