@@ -12,8 +12,8 @@ import structlog
 from chatflow.handlers.cli.main import main
 from chatflow.handlers.logging import configure_logging
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer
 from tests.ops.tools import publish_examples, returning, script_failing
+from tests.support.http import LoopbackServer
 
 
 @pytest.fixture
