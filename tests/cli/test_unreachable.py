@@ -1,0 +1,53 @@
+"""With REDIS_URL pointing at nothing, every command prints one line naming the URL, the cause
+and what to do, and exits 3: no traceback, no password."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chatflow.handlers.cli.main import main
+from chatflow.handlers.cli.unreachable import ADVICE
+from chatflow.handlers.embedded import free_port
+
+COMMANDS = [["worker"], ["exec", "--tool", "pt-x"], ["tail", "--contact", "c"], ["stats"],
+            ["executions"], ["cancel", "0-abc"], ["replay", "0-abc"], ["api"], ["tools", "list"],
+            ["registry", "rebuild"], ["projections", "run"], ["up", "--no-api"]]
+
+
+def test_every_command_says_in_one_line_that_valkey_cannot_be_reached() -> None:
+    port = free_port()  # nothing listens there
+    url = f"redis://app:s3cret-pw@127.0.0.1:{port}/0"
+    env = {**os.environ, "REDIS_URL": url, "CHATFLOW_METRICS_PORT": "0"}
+    procs = {" ".join(argv): subprocess.Popen(
+        [sys.executable, "-m", "chatflow.handlers.cli", *argv], env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE) for argv in COMMANDS}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 3, (name, err[-2000:])
+        (line,) = err.splitlines()  # one line, no traceback
+        assert line.startswith(
+            f"chatflow: cannot reach Valkey/Redis at redis://app:***@127.0.0.1:{port}/0 ("), name
+        assert f"connecting to 127.0.0.1:{port}" in line  # the cause, as redis-py words it
+        assert line.endswith(f"): {ADVICE}"), name
+        assert "s3cret-pw" not in out + err
+
+
+def test_publish_check_of_a_missing_file_reports_only_that_it_is_missing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["publish", "missing.json", "--check"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "missing.json: 1 problem(s)", "  missing.json: No such file or directory"]
+
+
+def test_publish_check_of_a_file_that_is_not_an_object_reports_only_that(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "list.json")
+    Path(path).write_text("[1, 2]")
+    assert main(["publish", path, "--check"]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{path}: 1 problem(s)",
+                                                    "  <root>: expected a JSON object"]
