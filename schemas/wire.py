@@ -7,6 +7,7 @@ as the seed's TypeScript spells them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -15,7 +16,13 @@ OnError = Literal["blocking", "continue"]
 Next = Literal["continue", "handoff", "defaultException"]
 
 
-class VariableMapping(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class VariableMapping:
+    """``{name, value}``: an input of an executeTool action or of a block (a template).
+
+    One type for both sides: a stdlib dataclass, which msgspec decodes on the wire and
+    pydantic validates inside tool definitions (chatflow.schemas.definition)."""
+
     name: str
     value: str
 
