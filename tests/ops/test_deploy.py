@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -17,7 +19,10 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 def promtool(*args: str) -> str:
     binary = shutil.which("promtool")
-    assert binary, "promtool is missing: apt-get install prometheus (see .ci/run)"
+    if not binary:  # an outside tool: CI installs and requires it, a fresh clone may lack it
+        if os.environ.get("CHATFLOW_CI"):
+            pytest.fail("promtool is missing: .ci/run installs Debian's prometheus package")
+        pytest.skip("promtool is missing: apt-get install prometheus (or put promtool on PATH)")
     done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
