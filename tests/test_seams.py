@@ -107,3 +107,9 @@ def test_the_imports_form_no_cycle() -> None:
     # A package importing its own submodules (``from .main import main``) is not a cycle.
     real = [c for c in cycles if not all(c[0].startswith(m) or m.startswith(c[0]) for m in c)]
     assert real == []
+
+
+def test_no_test_imports_the_benchmarks() -> None:
+    offenders = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("*.py")
+                       if any(m == "bench" or m.startswith("bench.") for m in _all_imports(path)))
+    assert offenders == []
