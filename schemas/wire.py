@@ -18,10 +18,8 @@ Next = Literal["continue", "handoff", "defaultException"]
 
 @dataclass(frozen=True, slots=True)
 class VariableMapping:
-    """``{name, value}``: an input of an executeTool action or of a block (a template).
-
-    One type for both sides: a stdlib dataclass, which msgspec decodes on the wire and
-    pydantic validates inside tool definitions (chatflow.schemas.definition)."""
+    # One type for the wire and for tool definitions: a stdlib dataclass, which msgspec
+    # decodes and pydantic validates (chatflow.schemas.definition imports it from here).
 
     name: str
     value: str
