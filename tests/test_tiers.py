@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -41,3 +43,18 @@ def test_ci_runs_the_default_tier_then_the_slow_tier_and_the_chaos_scenario_once
     # the chaos scenario runs as tests/chaos/test_chaos_short.py in the slow tier, not again
     assert "chaos-short" not in script and "bench.chaos" not in script
     assert "exit 5" in script and "apt_install chromium chromium" in script
+
+
+def test_a_ci_step_fails_the_run_unless_it_is_an_empty_pytest_tier(tmp_path: Path) -> None:
+    empty = tmp_path / "test_nothing_slow.py"
+    empty.write_text("def test_fast() -> None:\n    pass\n")
+    script = (f". {ROOT / '.ci' / 'steps.sh'}\n"
+              f"step empty {sys.executable} -m pytest -q -p no:cacheprovider -m slow {empty}\n"
+              f"step broken {sys.executable} -m pytest -q -p no:cacheprovider -k nothing_here_at_all "
+              f"{ROOT / 'tests' / 'no_such_file.py'}\n"
+              "step lint false\nstep fine true\n"
+              'echo "failed=${failed[*]}"\n')
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert run.stdout.strip().splitlines()[-1] == "failed=broken lint"
+    assert "ci: empty collected no tests (exit 5), not a failure" in run.stdout
