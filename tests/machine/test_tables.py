@@ -46,8 +46,9 @@ NAVIGATION = [
 
 @pytest.mark.parametrize(("why", "definition", "variables", "outcomes", "expected"), NAVIGATION,
                          ids=[row[0] for row in NAVIGATION])
-def test_each_navigation_case_answers_as_its_row_says(why: str, definition: dict[str, Any], variables: dict[str, Any],
-                    outcomes: Any, expected: str) -> None:
+def test_each_navigation_case_answers_as_its_row_says(
+        why: str, definition: dict[str, Any], variables: dict[str, Any], outcomes: Any,
+        expected: str) -> None:
     tools = {"pt": definition, "child": tool("r", ret("r", "child of {{n}}"))}
     run = Driver(tools, outcomes).run(command("pt", variables=variables))
     assert (run.result.ok, run.result.result) == (True, expected)
@@ -82,8 +83,8 @@ GUARDRAILS = [
 
 @pytest.mark.parametrize(("why", "tools", "limits", "ok", "expected"), GUARDRAILS,
                          ids=[row[0] for row in GUARDRAILS])
-def test_each_guardrail_ends_the_tree_as_its_row_says(why: str, tools: dict[str, dict[str, Any]], limits: Limits, ok: bool,
-                    expected: str) -> None:
+def test_each_guardrail_ends_the_tree_as_its_row_says(
+        why: str, tools: dict[str, dict[str, Any]], limits: Limits, ok: bool, expected: str) -> None:
     run = Driver(tools, writes(v=1), Machine(limits)).run(command("pt0"))
     assert run.result.ok is ok
     assert (run.result.result if ok else run.result.error and run.result.error.code) == expected
@@ -100,7 +101,8 @@ ERRORS = [
 
 @pytest.mark.parametrize(("why", "on_error", "fatal", "ok", "expected"), ERRORS,
                          ids=[row[0] for row in ERRORS])
-def test_each_error_case_follows_on_error_as_its_row_says(why: str, on_error: str, fatal: bool, ok: bool, expected: str) -> None:
+def test_each_error_case_follows_on_error_as_its_row_says(
+        why: str, on_error: str, fatal: bool, ok: bool, expected: str) -> None:
     tools = {"pt": tool("h", http("h", "http://x", to("r"), on_error=on_error, errorVariable="err"),
                         ret("r", "e={{err}}"))}
     run = Driver(tools, failing("http_status", "boom", fatal)).run(command("pt"))
