@@ -1,13 +1,17 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test lint typecheck bench chaos chaos-short up
+.PHONY: install test test-slow lint typecheck bench chaos chaos-short up
 
 install:
 	$(PY) -m pip install -e ".[test]"
 
+# The default tier (everything not marked slow) and the slow tier; .ci/run runs both.
 test:
 	$(PY) -m pytest -q
+
+test-slow:
+	$(PY) -m pytest -q -m slow
 
 lint:
 	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench
@@ -23,6 +27,7 @@ bench:
 chaos:
 	$(PY) -m bench.chaos --executions 10000 --seconds 900
 
+# By hand only: CI runs the same scenario once, as tests/chaos/test_chaos_short.py (slow tier).
 chaos-short:
 	$(PY) -m bench.chaos --executions 600 --seconds 60 --kill-every 1.5 --rate 50
 

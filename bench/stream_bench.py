@@ -35,11 +35,12 @@ from typing import Any
 import psutil
 import redis.asyncio as aioredis
 
-from bench.chaos import HoldingServer, LocalCluster, command, setup_prefix
 from chatflow.handlers.client import wait_results
 from chatflow.handlers.embedded import EmbeddedServer, free_port
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
+from tests.support.chaos import HoldingServer, command, setup_prefix
+from tests.support.valkey import LocalCluster
 
 BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
                "definition": {"onboardingBlockId": "r",

@@ -23,11 +23,14 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .errors import ToolArgumentsError, ToolSchemaError
 from .schema.declarations import ProviderDeclarations
 from .schema.limits import check_tool_name
+
+if TYPE_CHECKING:
+    from .tools import Tool
 
 InputType = Literal["string", "number", "boolean", "json"]
 _INPUT_TYPES: frozenset[str] = frozenset({"string", "number", "boolean", "json"})
@@ -239,10 +242,23 @@ def agent_cache_spec(entry: Mapping[str, Any]) -> RuntimeToolSpec:
                            inputs=_inputs(entry.get("inputs"), slug))
 
 
+def native_spec(item: Tool[Any, Any]) -> dict[str, Any]:
+    """What ``native-tool:{name}`` holds (written by the workers that serve the tool, read by
+    ``NativeToolProxy``): the tool's declaration in every dialect."""
+    try:
+        strict: dict[str, Any] | None = item.to_openai_parameters(strict=True)
+    except ToolSchemaError:
+        strict = None
+    return {"name": item.name, "description": item.description,
+            "gemini": item.to_gemini_declaration(), "parameters": item.to_openai_parameters(),
+            "strictParameters": strict}
+
+
 __all__ = [
     "RuntimeInput",
     "RuntimeToolSpec",
     "agent_cache_spec",
     "custom_tool_spec",
     "function_description",
+    "native_spec",
 ]

@@ -20,26 +20,24 @@ raises ``ToolExecutionError``, which the Runner hands the model as an error resu
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import time
 import uuid
-import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import msgspec
 from redis.exceptions import RedisError
 
-from chatflow.handlers.client import ResultTimeout, execute, last_id
-from chatflow.handlers.keys import Keys
-from chatflow.handlers.native import NativeCall, NativeResult
-from chatflow.handlers.redis_client import Client, make_client
+from chatflow.schemas.keys import PublicKeys
+from chatflow.schemas.native import NativeCall, NativeResult
 from chatflow.schemas.wire import ExecuteToolCommand
 
 from .core.agent import AgentTool
 from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
-from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec
+from .runtime_client import Client, ResultTimeout, execute, last_id, make_client, wait_for
+from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec, native_spec
 from .schema.declarations import ProviderDeclarations
 from .tools import Tool
 from .tools.execution import run_sync
@@ -55,38 +53,36 @@ class RuntimeToolsError(ChatflowAgentError):
 class RuntimeConnection:
     """Where the runtime is: a Redis URL, the key prefix, and how long a call may take.
 
-    The Redis client is made per event loop, so tools loaded in one loop work in
-    another (``Runner.run`` runs its own).
+    Each call or load opens its own client and closes it when done: a sync ``Runner.run``
+    runs in an event loop of its own that ends with the run, and a client cached for that
+    loop would keep its connection open for the life of the process, one more per run.
     """
 
     def __init__(self, url: str, *, prefix: str = "", cluster: bool = False,
                  timeout_s: float = 60.0, contact_id: str = "agent",
                  variables: Mapping[str, Any] | None = None) -> None:
         self.url = url
-        self.keys = Keys(prefix)
+        self.keys = PublicKeys(prefix)
         self.cluster = cluster
         self.timeout_s = timeout_s
         self.contact_id = contact_id
         self.variables = dict(variables or {})
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Client] = (
-            weakref.WeakKeyDictionary()
-        )
 
-    def client(self) -> Client:
-        loop = asyncio.get_running_loop()
-        found = self._clients.get(loop)
-        if found is None:
-            found = self._clients[loop] = make_client(self.url, cluster=self.cluster)
-        return found
+    @contextlib.asynccontextmanager
+    async def connected(self) -> AsyncIterator[Client]:
+        """A client for one operation, closed (with its connections) at the end."""
+        client = make_client(self.url, cluster=self.cluster)
+        try:
+            yield client
+        finally:
+            await client.aclose()
 
     async def aclose(self) -> None:
-        """Close this loop's client (others close with their loops)."""
-        found = self._clients.pop(asyncio.get_running_loop(), None)
-        if found is not None:
-            await found.aclose()
+        """Nothing stays open between calls; kept so callers may close what they opened."""
 
     async def _get_json(self, key: str) -> Any:
-        raw = await self.client().get(key)
+        async with self.connected() as client:
+            raw = await client.get(key)
         return None if raw is None else json.loads(raw)
 
 
@@ -143,7 +139,8 @@ class RuntimeTool:
         conn = self.connection
         command = self.command(kwargs)
         try:
-            result = await execute(conn.client(), conn.keys, command, timeout_s=conn.timeout_s)
+            async with conn.connected() as client:
+                result = await execute(client, conn.keys, command, timeout_s=conn.timeout_s)
         # ``from None``: the Runner shows the model a failure's cause, and ours says more.
         except ResultTimeout:
             raise ToolExecutionError(
@@ -177,8 +174,6 @@ class NativeToolProxy(ProviderDeclarations):
     @classmethod
     def from_tool(cls, item: Tool[Any, Any], connection: RuntimeConnection) -> NativeToolProxy:
         """A proxy for a tool this process has too (the spec comes from the code)."""
-        from chatflow.handlers.native import native_spec
-
         return cls(native_spec(item), connection)
 
     def to_gemini_declaration(self) -> dict[str, Any]:
@@ -204,11 +199,12 @@ class NativeToolProxy(ProviderDeclarations):
                           replyTo=keys.native_results,
                           deadlineMs=int((time.time() + conn.timeout_s) * 1000))
         try:
-            client = conn.client()
-            after = await last_id(client, keys.native_results)
-            await client.xadd(keys.native_calls(self.name), {"data": _encode.encode(call)})
-            answer = await _wait_native(client, keys.native_results, call.callId, after,
-                                        conn.timeout_s)
+            async with conn.connected() as client:
+                after = await last_id(client, keys.native_results)
+                await client.xadd(keys.native_calls(self.name), {"data": _encode.encode(call)})
+                answer: NativeResult | None = await wait_for(
+                    client, keys.native_results, after, conn.timeout_s, _native_result,
+                    lambda r: r.callId == call.callId)
         except RedisError as exc:
             raise ToolExecutionError(f"tool {self.name!r}: runtime unreachable: {exc}",
                                      tool_name=self.name) from None
@@ -222,24 +218,6 @@ class NativeToolProxy(ProviderDeclarations):
 
     def execute(self, **kwargs: Any) -> Any:
         return run_sync(self.execute_async(**kwargs))
-
-
-async def _wait_native(client: Client, stream: str, call_id: str, after: bytes,
-                       timeout_s: float) -> NativeResult | None:
-    cursor = after
-    deadline = time.monotonic() + timeout_s
-    while (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
-        reply = await client.xread({stream: cursor}, count=1000, block=min(left_ms, 1000))
-        for _name, entries in reply or []:
-            for entry_id, fields in entries:
-                cursor = entry_id
-                try:
-                    result = _native_result.decode(fields[b"data"])
-                except (KeyError, msgspec.DecodeError, msgspec.ValidationError):
-                    continue
-                if result.callId == call_id:
-                    return result
-    return None
 
 
 class RuntimeTools(Sequence[AgentTool]):
@@ -322,7 +300,10 @@ async def _load_published(conn: RuntimeConnection, published_tool_id: str) -> Ru
                                 f"(key {conn.keys.tool(published_tool_id)!r} is missing)")
     tool_id = str(record.get("toolId") or "")
     # The tool's own description lives in the registry's view, not in the published record.
-    view_raw = await conn.client().hget(conn.keys.registry_view("tools"), tool_id) if tool_id else None
+    view_raw = None
+    if tool_id:
+        async with conn.connected() as client:
+            view_raw = await client.hget(conn.keys.registry_view("tools"), tool_id)
     view = json.loads(view_raw) if view_raw else {}
     spec = custom_tool_spec(record, view.get("description"))
     return RuntimeTool(spec, conn, published_tool_id=published_tool_id, tool_id=tool_id)

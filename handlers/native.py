@@ -31,7 +31,9 @@ from pydantic_core import to_jsonable_python
 from redis.exceptions import ResponseError
 
 from chatflow.runtime.errors import ConfigurationError
-from chatflow_agent.errors import ToolArgumentsError, ToolSchemaError
+from chatflow.schemas.native import NativeCall, NativeResult
+from chatflow_agent.errors import ToolArgumentsError
+from chatflow_agent.runtime_specs import native_spec
 from chatflow_agent.tools import Tool
 
 from .keys import NATIVE_GROUP, Keys
@@ -42,27 +44,6 @@ log = structlog.get_logger("chatflow.native")
 # Where a call's replyTo may point (under the key prefix); anything else gets the default.
 NATIVE_REPLY_STREAMS = "stream:native-tool-results,stream:native-tool-results:*"
 Entry = tuple[bytes, dict[bytes, bytes]]
-
-
-class NativeCall(msgspec.Struct, frozen=True):
-    """One entry of ``stream:native-tool-calls:{name}`` (field ``data``)."""
-
-    callId: str
-    tool: str
-    arguments: dict[str, Any] = {}
-    replyTo: str | None = None
-    deadlineMs: int | None = None  # epoch ms after which the caller has given up
-
-
-class NativeResult(msgspec.Struct, frozen=True):
-    """One entry of the reply stream (field ``data``)."""
-
-    callId: str
-    tool: str
-    ok: bool
-    result: Any = None
-    error: str | None = None
-    durationMs: int = 0
 
 
 _decode_call = msgspec.json.Decoder(NativeCall)
@@ -91,17 +72,6 @@ def load_native_tools(modules: Iterable[str]) -> dict[str, Tool[Any, Any]]:
                 raise ConfigurationError(f"--tools: two native tools are named {item.name!r}")
             tools[item.name] = item
     return tools
-
-
-def native_spec(item: Tool[Any, Any]) -> dict[str, Any]:
-    """What ``native-tool:{name}`` holds: the tool's declaration in every dialect."""
-    try:
-        strict: dict[str, Any] | None = item.to_openai_parameters(strict=True)
-    except ToolSchemaError:
-        strict = None
-    return {"name": item.name, "description": item.description,
-            "gemini": item.to_gemini_declaration(), "parameters": item.to_openai_parameters(),
-            "strictParameters": strict}
 
 
 def _failure_text(exc: Exception) -> str:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from glob import escape
+from typing import TYPE_CHECKING
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from chatflow.runtime.blocks.ai import AIConfig
-from chatflow.runtime.blocks.media import MediaConfig
 from chatflow.runtime.egress import EgressPolicy
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.limits import Limits
@@ -23,6 +22,9 @@ def reply_matcher(prefix: str, patterns: str) -> Callable[[str], bool]:
     fnmatch patterns, each under the key ``prefix`` (CHATFLOW_REPLY_STREAMS)."""
     full = [escape(prefix) + p.strip() for p in patterns.split(",") if p.strip()]
     return lambda stream: any(fnmatchcase(stream, pattern) for pattern in full)
+if TYPE_CHECKING:  # imported by the methods: the CLI reads Settings without the block executors
+    from chatflow.runtime.blocks.ai import AIConfig
+    from chatflow.runtime.blocks.media import MediaConfig
 
 
 class Settings(BaseSettings):
@@ -145,10 +147,14 @@ class Settings(BaseSettings):
         return EgressPolicy.parse(self.egress_allow, self.egress_deny)
 
     def media_config(self) -> MediaConfig:
+        from chatflow.runtime.blocks.media import MediaConfig
+
         return MediaConfig(graph_base_url=self.graph_base_url, graph_version=self.graph_version,
                            max_bytes=self.media_max_bytes, timeout_ms=self.http_timeout_ms)
 
     def ai_config(self) -> AIConfig:
+        from chatflow.runtime.blocks.ai import AIConfig
+
         return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes)
 
 

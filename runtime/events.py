@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +22,27 @@ from .interpolation import render
 from .state import Emit, ExecState, RootInfo
 
 _enc = msgspec.json.Encoder()
+_SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    # Context keys repeat from command to command; the regex runs once per distinct key.
+    return bool(_SECRET.search(key))
+
+
+def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    """The command context as the event stream records it: secret-looking keys masked (a
+    router's access token must not land in traces; conditions rarely read one)."""
+    out: dict[str, Any] = {}
+    for key, value in context.items():
+        if _secret_key(key):
+            out[key] = "***"
+        elif isinstance(value, Mapping) and depth < 4:
+            out[key] = recordable_context(value, depth + 1)
+        else:
+            out[key] = value
+    return out
 
 
 def iso(ms: int) -> str:

@@ -27,11 +27,17 @@ from chatflow.schemas.wire import ExecuteToolCommand, ToolError
 from . import errors
 from .conditions import pick_target
 from .errors import ToolFailure
-from .events import block_debug, debug_emit, execution_emit, result_emit, tool_result
+from .events import (
+    block_debug,
+    debug_emit,
+    execution_emit,
+    recordable_context,
+    result_emit,
+    tool_result,
+)
 from .interpolation import RenderTooLarge, render
 from .limits import Limits
 from .outcome import BlockOutcome, SpawnChild
-from .replay import recordable_context
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
 Block = Any  # one of schemas.definition's block models

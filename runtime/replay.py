@@ -14,45 +14,20 @@ outside the machine: a deadline, a cancellation, a crash (``aborted`` entries).
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chatflow.schemas.definition import ToolDefinition
 from chatflow.schemas.wire import ExecuteToolAction
 
 from .errors import ToolFailure
+from .machine import Machine
 from .outcome import BlockOutcome
 from .state import ExecState, Frame, LogEntry, RootInfo, Transition
 
-if TYPE_CHECKING:
-    from .machine import Machine
-
 FATAL_CODES = frozenset({"tool_timeout", "execution_cancelled", "internal_error"})
 _NEVER_MS = 2**62  # deadlines are not re-derived: a timeout is recorded as ``aborted``
-_SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=4096)
-def _secret_key(key: str) -> bool:
-    # Context keys repeat from command to command; the regex runs once per distinct key.
-    return bool(_SECRET.search(key))
-
-
-def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
-    """The command context as the event stream records it: secret-looking keys masked (a
-    router's access token must not land in traces; conditions rarely read one)."""
-    out: dict[str, Any] = {}
-    for key, value in context.items():
-        if _secret_key(key):
-            out[key] = "***"
-        elif isinstance(value, Mapping) and depth < 4:
-            out[key] = recordable_context(value, depth + 1)
-        else:
-            out[key] = value
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +67,6 @@ def definition_hashes(entries: list[LogEntry]) -> set[str]:
 def replay(entries: list[LogEntry], definitions: Mapping[str, ToolDefinition],
            machine: Machine | None = None) -> ReplayReport:
     """Replay a trace (as ``handlers.client.trace`` returns it: depth-first, in order)."""
-    from .machine import Machine
-
     machine = machine or Machine()
     report = ReplayReport(trace=entries)
     by_exec: dict[str, list[tuple[int, LogEntry]]] = {}

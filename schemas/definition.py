@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Tag, ValidationError, model_validator
 from pydantic import Discriminator as _Discriminator
 
+from .wire import VariableMapping
+
 OnError = Literal["blocking", "continue"]
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 Operator = Literal[
@@ -57,11 +59,6 @@ class OutputCondition(_Model):
     logic: Literal["and", "or"] = "and"
     rules: list[ConditionRule]
     target: BlockTarget
-
-
-class VariableMapping(_Model):
-    name: str
-    value: str
 
 
 class CallEndpointParamMapping(_Model):

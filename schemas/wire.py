@@ -7,6 +7,7 @@ as the seed's TypeScript spells them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -15,7 +16,11 @@ OnError = Literal["blocking", "continue"]
 Next = Literal["continue", "handoff", "defaultException"]
 
 
-class VariableMapping(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class VariableMapping:
+    # One type for the wire and for tool definitions: a stdlib dataclass, which msgspec
+    # decodes and pydantic validates (chatflow.schemas.definition imports it from here).
+
     name: str
     value: str
 

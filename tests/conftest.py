@@ -1,8 +1,9 @@
-"""Shared fixtures: a real Valkey server, and a runtime harness around real workers.
+"""Shared fixtures: a real Valkey server (tests/support/valkey.py), and a runtime harness
+around real workers.
 
-The server is the embedded binary on a free port, started once per session;
-``REDIS_URL`` overrides it. Each test gets its own key prefix, so tests never
-see each other's streams and no FLUSHALL is needed.
+Each test gets its own key prefix, so tests never see each other's streams and no
+FLUSHALL is needed. Helpers live in tests/support: one loopback HTTP server (http.py), one
+worker-process starter (processes.py), one Valkey fixture (valkey.py).
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from chatflow.handlers.embedded import EmbeddedServer
 from tests.harness import Harness
 
 # `python -m pytest` puts the working directory first on sys.path; with it, the top-level
@@ -23,20 +23,7 @@ from tests.harness import Harness
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
-pytest_plugins = ["tests.httpserver"]
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    url = os.environ.get("REDIS_URL")
-    if url:
-        yield url
-        return
-    server = EmbeddedServer().start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
+pytest_plugins = ["tests.support.http", "tests.support.valkey"]
 
 
 @pytest.fixture

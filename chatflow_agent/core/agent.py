@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import ToolSchemaError
+from ..providers.base import Provider
+from ..providers.registry import provider_family
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
-
-if TYPE_CHECKING:
-    from ..providers.base import Provider
-
-
-@runtime_checkable
-class AgentTool(Protocol):
-    """What the runner needs from a tool; ``Tool`` is one, and other kinds may be too."""
-
-    name: str
-    description: str
-
-    def to_gemini_declaration(self) -> dict[str, Any]: ...
-
-    def to_openai_tool(self, *, strict: bool = False) -> dict[str, Any]: ...
-
-    def to_anthropic_tool(self) -> dict[str, Any]: ...
-
-    def bind_model_arguments(
-        self, arguments: Mapping[str, Any], *, gemini: bool
-    ) -> dict[str, Any]: ...
-
-    async def execute_async(self, **kwargs: Any) -> Any: ...
+from .contracts import AgentTool
 
 
 class Agent:
@@ -53,8 +33,6 @@ class Agent:
         temperature: float | None = None,
         max_output_tokens: int | None = None,
     ) -> None:
-        from ..providers.registry import provider_family
-
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.name = name
@@ -96,3 +74,6 @@ class Agent:
     def __repr__(self) -> str:
         names = [t.name for t in self.tools]
         return f"Agent(name={self.name!r}, model={self.model!r}, tools={names!r})"
+
+
+__all__ = ["Agent", "AgentTool"]

@@ -10,7 +10,7 @@ from .base import Provider
 from .config import api_key, base_url
 
 if TYPE_CHECKING:
-    from ..core.agent import Agent
+    from ..core.contracts import AgentConfig
 
 ANTHROPIC_VERSION = "2023-06-01"
 # The messages API requires max_tokens; this is used when the agent sets none.
@@ -29,14 +29,14 @@ class AnthropicProvider(Provider):
             **options,
         )
 
-    def endpoint(self, agent: Agent) -> str:
+    def endpoint(self, agent: AgentConfig) -> str:
         root = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
         return f"{root}/messages"
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
 
-    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
+    def request_body(self, agent: AgentConfig, messages: Sequence[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": agent.model,
             "max_tokens": agent.max_output_tokens or DEFAULT_MAX_TOKENS,

@@ -15,7 +15,7 @@ from ..core.messages import AssistantMessage, Message
 from ..errors import ProviderError, ProviderHTTPError, ProviderResponseError
 
 if TYPE_CHECKING:
-    from ..core.agent import Agent
+    from ..core.contracts import AgentConfig
 
 logger = logging.getLogger("chatflow_agent.providers")
 
@@ -47,19 +47,19 @@ class Provider(ABC):
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
     @abstractmethod
-    def endpoint(self, agent: Agent) -> str: ...
+    def endpoint(self, agent: AgentConfig) -> str: ...
 
     @abstractmethod
     def headers(self) -> dict[str, str]: ...
 
     @abstractmethod
-    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]: ...
+    def request_body(self, agent: AgentConfig, messages: Sequence[Message]) -> dict[str, Any]: ...
 
     @abstractmethod
     def parse_reply(self, data: Any) -> AssistantMessage: ...
 
     async def complete(
-        self, agent: Agent, messages: Sequence[Message], client: httpx.AsyncClient
+        self, agent: AgentConfig, messages: Sequence[Message], client: httpx.AsyncClient
     ) -> AssistantMessage:
         """Send the conversation and return the model's next turn."""
         body = self.request_body(agent, messages)

@@ -13,7 +13,7 @@ from .base import Provider
 from .config import api_key, base_url
 
 if TYPE_CHECKING:
-    from ..core.agent import Agent
+    from ..core.contracts import AgentConfig
 
 _VERSIONED = re.compile(r"/v1(alpha|beta)?\d*$")
 
@@ -31,7 +31,7 @@ class GeminiProvider(Provider):
             **options,
         )
 
-    def endpoint(self, agent: Agent) -> str:
+    def endpoint(self, agent: AgentConfig) -> str:
         root = self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/v1beta"
         model = agent.model.removeprefix("models/")
         return f"{root}/models/{model}:generateContent"
@@ -40,7 +40,7 @@ class GeminiProvider(Provider):
         # The key goes in a header, never the query string, so URLs are safe to log.
         return {"x-goog-api-key": self._api_key}
 
-    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
+    def request_body(self, agent: AgentConfig, messages: Sequence[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {"contents": _contents(messages)}
         if agent.instructions:
             body["systemInstruction"] = {"parts": [{"text": agent.instructions}]}

@@ -12,7 +12,7 @@ from .base import Provider
 from .config import api_key, base_url
 
 if TYPE_CHECKING:
-    from ..core.agent import Agent
+    from ..core.contracts import AgentConfig
 
 _REASONING_MODEL = re.compile(r"^o\d")
 
@@ -29,13 +29,13 @@ class OpenAIProvider(Provider):
             **options,
         )
 
-    def endpoint(self, agent: Agent) -> str:
+    def endpoint(self, agent: AgentConfig) -> str:
         return f"{self.base_url}/chat/completions"
 
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"}
 
-    def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
+    def request_body(self, agent: AgentConfig, messages: Sequence[Message]) -> dict[str, Any]:
         wire: list[dict[str, Any]] = []
         if agent.instructions:
             # o-series models take instructions as "developer" messages.

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
-import uvicorn
-
-from ..api import create_app
-from ..logging import configure_logging
-from ..redis_client import check_credentials
-from ..settings import Settings
-from .common import add_redis_flag, require_url, settings_from
+from .common import add_redis_flag, ensure_reachable, require_url, settings_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,52 +17,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_api)
 
 
-def api_server(settings: Settings, host: str | None = None, port: int | None = None
-               ) -> uvicorn.Server:
-    config = uvicorn.Config(create_app(settings), host=host or settings.api_host,
-                            port=settings.api_port if port is None else port,
-                            log_config=None, access_log=False, lifespan="on")
-    return uvicorn.Server(config)
-
-
-def announce(settings: Settings, server: uvicorn.Server) -> None:
-    base = settings.api_base_path.rstrip("/")
-    where = f"http://{server.config.host}:{server.config.port}{base}"
-    print(f"API on {where} (OpenAPI: {where}/openapi.json, docs: {where}/docs)", file=sys.stderr)
-
-
 def cmd_api(args: argparse.Namespace) -> int:
+    from ..logging import configure_logging
+    from ..serving import announce, api_server
+
     configure_logging()
     settings = settings_from(args)
     if args.base_path is not None:
         settings = settings.model_copy(update={"api_base_path": args.base_path})
     url = require_url(settings)
+    ensure_reachable(settings)
+    from ..redis_client import check_credentials
+
     asyncio.run(check_credentials(url, cluster=settings.redis_cluster))
     server = api_server(settings, args.host, args.port)
     announce(settings, server)
     asyncio.run(server.serve())
     return 0
-
-
-async def serve_with_worker(settings: Settings, url: str, host: str | None = None,
-                            port: int | None = None) -> None:
-    """The workers and the API in one asyncio loop (``chatflow up``); either stopping
-    stops both."""
-    from .run_cmd import serve
-
-    settings = settings.model_copy(update={"redis_url": url})
-    server = api_server(settings, host, port)
-    announce(settings, server)
-    stop = asyncio.Event()
-
-    async def api() -> None:
-        try:
-            await server.serve()
-        finally:
-            stop.set()
-
-    async def watch() -> None:
-        await stop.wait()
-        server.should_exit = True
-
-    await asyncio.gather(serve(settings, url, stop), api(), watch())

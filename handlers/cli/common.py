@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatflow.runtime.errors import ConfigurationError
 
-from ..keys import Keys
-from ..redis_client import Client, make_client
-from ..settings import Settings
+if TYPE_CHECKING:  # imported where used: `chatflow --help` must not pay for them
+    from ..keys import Keys
+    from ..redis_client import Client
+    from ..settings import Settings
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
+    from ..settings import Settings
+
     settings = Settings()
     url = getattr(args, "redis_url", None)
     if url:
@@ -30,6 +33,9 @@ def require_url(settings: Settings) -> str:
 
 
 def client_for(settings: Settings) -> tuple[Client, Keys]:
+    from ..keys import Keys
+    from ..redis_client import make_client
+
     return (make_client(require_url(settings), cluster=settings.redis_cluster),
             Keys(settings.prefix, settings.partitions))
 
@@ -61,3 +67,19 @@ def subcommands(parser: argparse.ArgumentParser, dest: str
         return c
 
     return cmd
+
+
+def ensure_reachable(settings: Settings) -> None:
+    """PING before serving anything: a server that is not there ends the command with the one
+    line of cli/unreachable.py, not with a failed start-up deep inside a framework."""
+    import asyncio
+
+    client, _keys = client_for(settings)
+
+    async def ping() -> None:
+        try:
+            await client.ping()
+        finally:
+            await client.aclose()
+
+    asyncio.run(ping())

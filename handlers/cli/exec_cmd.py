@@ -8,16 +8,17 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from chatflow.runtime.errors import ConfigurationError
-from chatflow.runtime.state import LogEntry
-from chatflow.schemas.wire import ExecuteToolCommand
 
-from ..client import ResultTimeout, execute, trace
 from .common import add_redis_flag, client_for, pairs, settings_from
+
+if TYPE_CHECKING:
+    from chatflow.runtime.state import LogEntry
+    from chatflow.schemas.wire import ExecuteToolCommand
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,6 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def build_command(args: argparse.Namespace) -> ExecuteToolCommand:
+    from chatflow.schemas.wire import ExecuteToolCommand
+
     if args.file:
         try:
             return msgspec.json.decode(Path(args.file).read_bytes(), type=ExecuteToolCommand)
@@ -79,6 +82,8 @@ def render_trace(entries: list[LogEntry]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from ..client import ResultTimeout, execute, trace
+
     settings = settings_from(args)
     client, keys = client_for(settings)
     try:

@@ -14,21 +14,16 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
-
-from chatflow.runtime.blocks.ai_checks import check_ai_blocks, credential_ids
 from chatflow.runtime.errors import ChatflowError
-from chatflow.runtime.validation import parse_definition
-from chatflow.schemas.definition import ToolDefinition
 
-from ..logging import configure_logging
-from ..registry import Conflict, Invalid, Registry
-from ..registry.crypto import SecretBox
-from ..registry.publishing import ToolRelease, publish_release
-from ..registry.tools import ToolOps
 from .common import add_redis_flag, client_for, settings_from
+
+if TYPE_CHECKING:  # the rest is imported by the command itself: `chatflow --help` stays fast
+    from chatflow.schemas.definition import ToolDefinition
+
+    from ..registry.publishing import ToolRelease
 
 TOOL_ID_MAX = 128  # ToolCreate.id
 
@@ -57,7 +52,15 @@ def load(path: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    from chatflow.runtime.validation import parse_definition
+
+    from ..logging import configure_logging
+    from ..registry import Invalid
+    from ..registry.publishing import ToolRelease
+
     data, problems = load(args.file)
+    if problems:  # a file that cannot be read says only that: nothing else can be checked
+        return _refuse(f"{args.file}: 1 problem(s)", problems)
     wrapped = "definition" in data
     wrapper = data if wrapped else {"definition": data}
     definition, found = parse_definition(wrapper.get("definition"))
@@ -108,6 +111,11 @@ def _refuse(header: str, problems: list[str]) -> int:
 
 
 async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
+    from ..registry import Conflict, Registry
+    from ..registry.crypto import SecretBox
+    from ..registry.publishing import publish_release
+    from ..registry.tools import ToolOps
+
     settings = settings_from(args)
     client, keys = client_for(settings)
     try:
@@ -124,6 +132,10 @@ async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
 def _ai_problems(args: argparse.Namespace, definition: ToolDefinition) -> list[str]:
     """fetchMedia/callAI checks; callAI credentials (``llm:credential:{id}``) are checked
     only when Redis answers, else a note says they were not."""
+    from redis.exceptions import RedisError
+
+    from chatflow.runtime.blocks.ai_checks import check_ai_blocks, credential_ids
+
     ids = credential_ids(definition)
     existing: set[str] | None = None
     if ids:

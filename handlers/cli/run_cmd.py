@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import multiprocessing
 import os
 import shlex
@@ -12,25 +11,15 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import structlog
+from typing import TYPE_CHECKING
 
 from chatflow.runtime.errors import ChatflowError
 
-from ..embedded import EmbeddedServer
-from ..examples import publish_examples
-from ..logging import configure_logging
-from ..native import load_native_tools
-from ..redis_client import redact
-from ..settings import Settings
-from ..worker import Worker
-from .common import add_redis_flag, require_url, settings_from
-from .supervise import supervise
+from .common import add_redis_flag, ensure_reachable, require_url, settings_from
 
-log = structlog.get_logger("chatflow.cli")
-# Every signal whose default is to end the process and that a process can catch: a closed
-# terminal (SIGHUP) must stop `chatflow up` as cleanly as Ctrl-C, embedded Valkey included.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+if TYPE_CHECKING:
+    from ..embedded import EmbeddedServer
+    from ..settings import Settings
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:
@@ -63,38 +52,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker.set_defaults(handler=cmd_worker)
 
 
-async def serve(settings: Settings, url: str, stop: asyncio.Event | None = None,
-                tool_modules: Sequence[str] = ()) -> None:
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
-    worker = Worker(settings, url, native_tools=load_native_tools(tool_modules))
-    await worker.start()
-    tune_gc(settings.gc_threshold)
-    try:
-        await stop.wait()
-    finally:
-        await worker.stop()
-
-
-def tune_gc(threshold: int) -> None:
-    """Freeze what start-up allocated (modules, models, compiled scripts: never garbage) out
-    of the collector's sight, and collect young objects less often (Settings.gc_threshold)."""
-    if threshold:
-        gc.freeze()
-        _, gen1, gen2 = gc.get_threshold()
-        gc.set_threshold(threshold, gen1, gen2)
-
-
 def _worker_process(settings_json: str, url: str, index: int = 0,
                     tool_modules: Sequence[str] = ()) -> None:
+    from ..logging import configure_logging
+    from ..serving import serve_workers
+    from ..settings import Settings
+
     configure_logging()
     settings = Settings.model_validate_json(settings_json)
     if settings.metrics_port:  # one exposition per process: see handlers/metrics.py
         settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
     try:
-        asyncio.run(serve(settings, url, tool_modules=tool_modules))
+        asyncio.run(serve_workers(settings, url, tool_modules=tool_modules))
     except ChatflowError as exc:  # the supervisor sees the exit code and stops the set
         print(f"chatflow worker process {index}: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -107,6 +76,11 @@ def _with_metrics_port(settings: Settings, args: argparse.Namespace) -> Settings
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from ..logging import configure_logging
+    from ..native import load_native_tools
+    from ..serving import serve_workers
+    from .supervise import supervise
+
     configure_logging()
     settings = settings_from(args)
     if args.concurrency:
@@ -114,8 +88,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = _with_metrics_port(settings, args)
     url = require_url(settings)
     load_native_tools(args.tools)  # a bad module fails here, before any process starts
+    # No Valkey: one line and exit 3 (not a wait with backoff), so a supervisor (systemd,
+    # Kubernetes, compose) restarts the worker on its own schedule and the failure shows.
+    ensure_reachable(settings)
     if args.processes <= 1:
-        asyncio.run(serve(settings, url, tool_modules=args.tools))
+        asyncio.run(serve_workers(settings, url, tool_modules=args.tools))
         return 0
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_worker_process,
@@ -143,6 +120,8 @@ def announce_admin_key(settings: Settings, url: str, data_dir: Path, port: int |
 def shell_url(url: str, server: EmbeddedServer | None) -> str:
     """``url`` for a shell line, the embedded server's password read from its file, so the
     password itself is never printed."""
+    from ..redis_client import redact
+
     if server is None or not server.password:
         return redact(url)
     return (f'"redis://:$(cat {shlex.quote(str(server.password_file))})'
@@ -150,13 +129,21 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    from ..embedded import EmbeddedServer
+    from ..examples import publish_examples
+    from ..logging import configure_logging
+    from ..redis_client import redact
+    from ..serving import STOP_SIGNALS, serve_with_worker, serve_workers
+
     configure_logging()
     settings = _with_metrics_port(settings_from(args), args)
     server = None
     url = settings.redis_url
     for sig in STOP_SIGNALS:  # until the workers' loop takes them over: unwind, stop the server
         signal.signal(sig, _exit_on_signal)
-    if not url:
+    if url:
+        ensure_reachable(settings)
+    else:
         server = EmbeddedServer(port=args.port, data_dir=str(Path(args.data_dir).resolve()),
                                 appendonly=True, die_with_parent=True).start()
         url = server.url
@@ -172,10 +159,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         if not args.no_api:
             announce_admin_key(settings, url, Path(args.data_dir).resolve(), args.api_port)
         if args.no_api:
-            asyncio.run(serve(settings, url))
+            asyncio.run(serve_workers(settings, url))
         else:
-            from .api_cmd import serve_with_worker
-
             asyncio.run(serve_with_worker(settings, url, port=args.api_port))
     finally:
         if server is not None:

@@ -29,7 +29,7 @@ from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import Client, make_client
 from chatflow.handlers.settings import Settings
 from tests.harness import FAST
-from tests.httpserver import serve_asgi
+from tests.support.http import serve_asgi
 
 ENCRYPTION_KEY = "5f" * 32
 INTERNAL_SECRET = "internal-secret-for-tests"

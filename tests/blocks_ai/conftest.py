@@ -12,7 +12,7 @@ import pytest
 
 from tests.blocks_ai.fakes import FakeGraph, FakeOpenAI
 from tests.harness import Harness
-from tests.httpserver import serve_asgi
+from tests.support.http import serve_asgi
 
 WA_TOKEN = "EAAGfakeWhatsAppToken123"
 

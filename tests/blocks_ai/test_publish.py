@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from chatflow.handlers.cli import publish_cmd
+from chatflow.handlers import logging as logging_setup
 from chatflow.handlers.cli.main import main
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
@@ -69,7 +69,7 @@ def test_chatflow_publish_refuses_a_tool_whose_credential_is_not_in_redis(
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("CHATFLOW_PREFIX", prefix)
     monkeypatch.setenv("CHATFLOW_ENCRYPTION_KEY", ENCRYPTION_KEY)
-    monkeypatch.setattr(publish_cmd, "configure_logging", lambda: None)  # keep structlog's
+    monkeypatch.setattr(logging_setup, "configure_logging", lambda: None)  # keep structlog's
     keys = Keys(prefix)
     client = redis.Redis.from_url(redis_url)
 

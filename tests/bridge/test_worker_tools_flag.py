@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from chatflow.handlers.cli.main import main
 from chatflow_agent.runtime_tools import NativeToolProxy, RuntimeConnection
 from tests.bridge.native_tools import update_sentiment
-
-
-def _spawn(url: str, prefix: str, *args: str) -> subprocess.Popen[bytes]:
-    environ = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
-               "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0"}
-    code = f"import sys; from chatflow.handlers.cli import main; sys.exit(main({['worker', *args]!r}))"
-    return subprocess.Popen([sys.executable, "-c", code], env=environ,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+from tests.support.processes import start_worker, stop
 
 
 async def test_a_worker_started_with_tools_answers_an_agent_s_native_calls(
     redis_url: str, prefix: str
 ) -> None:
-    proc = _spawn(redis_url, prefix, "--tools", "tests.bridge.native_tools")
+    proc = start_worker(redis_url, prefix, "--tools", "tests.bridge.native_tools")
     connection = RuntimeConnection(redis_url, prefix=prefix, timeout_s=60)
     try:
         # The call may be published before the worker is up: its group starts at id 0.
@@ -34,8 +22,7 @@ async def test_a_worker_started_with_tools_answers_an_agent_s_native_calls(
         assert answer == {"saved": True, "sentiment": "negative", "score": 3}
         assert proc.poll() is None
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait()
+        stop(proc)
         await connection.aclose()
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.chaos import run
+
+# The slow tier: worker processes killed under load (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
 
 
 async def test_every_command_gets_one_result_while_workers_are_killed_every_few_seconds(

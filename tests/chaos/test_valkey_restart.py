@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
@@ -17,6 +18,9 @@ from chatflow.handlers.embedded import EmbeddedServer, free_port
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
 from tests.support.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
+
+# The slow tier: worker processes killed under load (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
 
 MIX = ("chaos-http", "chaos-script", "chaos-nested")
 

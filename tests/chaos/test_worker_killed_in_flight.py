@@ -6,9 +6,14 @@ import asyncio
 import json
 import uuid
 
+import pytest
+
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
 from tests.support.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
+
+# The slow tier: worker processes killed under load (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
 
 N = 24
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.harness import Harness
-from tests.support.chaos import LocalCluster
+from tests.support.valkey import LocalCluster
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,8 @@ puts them on the cluster (RedisCluster clients, FastStream's cluster broker, out
 
 from __future__ import annotations
 
+import pytest
+
 from tests.core.test_action_semantics import (  # noqa: F401
     test_blocking_hands_off_by_default,
     test_continue_writes_empty_output_and_the_error_variable,
@@ -42,3 +44,6 @@ from tests.core.test_idempotency_and_bad_input import (  # noqa: F401
     test_a_repeated_command_id_is_not_executed_again_later,
     test_invalid_utf8_is_dead_lettered_and_the_worker_goes_on,
 )
+
+# The slow tier: a three-node Valkey cluster (python -m pytest -m slow).
+pytestmark = pytest.mark.slow

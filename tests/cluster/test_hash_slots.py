@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from redis.crc import key_slot
 
 from chatflow.handlers.keys import Keys
+
+# The slow tier: a three-node Valkey cluster (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
 
 
 def _slot(key: str) -> int:

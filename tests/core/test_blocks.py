@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.core.tools import call, http, ret, script, to, tool, when
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer, Request, json_reply
+from tests.support.http import LoopbackServer, Request, json_reply
 
 
 async def test_return_block_interpolates_inputs_and_session_variables(harness: Harness) -> None:

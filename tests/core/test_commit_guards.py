@@ -7,7 +7,7 @@ from chatflow.handlers.redis_client import make_client
 from chatflow.handlers.store import STALE, Commit, Store
 from chatflow.runtime.state import LogEntry, Transition
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer
+from tests.support.http import LoopbackServer
 
 
 async def test_a_fused_transition_is_dropped_whole_when_a_parent_moved_on(

@@ -7,7 +7,7 @@ import socket
 
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
-from tests.procs import kill, spawn_worker
+from tests.support.processes import kill, start_worker
 
 
 async def _accepted(sock: socket.socket, timeout_s: float = 30.0) -> socket.socket:
@@ -25,7 +25,7 @@ async def test_reaper_answers_when_the_worker_holding_the_step_is_dead(
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/hang"
     # A long claim idle: nobody reclaims the dead worker's step; only the reaper can answer.
     h = Harness(redis_url, prefix, tool_timeout_ms=1500, claim_idle_ms=600_000)
-    doomed = spawn_worker(redis_url, prefix, tool_timeout_ms="1500", claim_idle_ms="600000")
+    doomed = start_worker(redis_url, prefix, tool_timeout_ms="1500", claim_idle_ms="600000")
     try:
         await h.put_tool("pt-hang", tool("h", http("h", url, to("r"), timeoutMs=60_000), ret("r", "x")))
         command = h.command("pt-hang")

@@ -3,54 +3,53 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from tests.harness import Harness
+from tests.support.http import serve_asgi
 
 
 @dataclass
 class GatedServer:
-    """Every request waits for ``release``; ``arrived`` is set when the first one comes in."""
+    """Every request waits for ``release``; ``arrived`` is set when the first one comes in,
+    ``answered`` once an answer went out."""
 
     body: dict[str, object] = field(default_factory=lambda: {"ok": True})
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
-    server: asyncio.Server | None = None
+    base: str = ""
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/slow"
+        return f"{self.base}/slow"
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            await reader.readuntil(b"\r\n\r\n")
+    def app(self) -> Starlette:
+        async def slow(_request: Request) -> JSONResponse:
             self.arrived.set()
             await self.release.wait()
-            payload = json.dumps(self.body).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: " + str(len(payload)).encode() +
-                         b"\r\nConnection: close\r\n\r\n" + payload)
-            await writer.drain()
-        writer.close()
-        self.answered.set()
+            return JSONResponse(self.body, background=BackgroundTask(self.answered.set))
+
+        return Starlette(routes=[Route("/slow", slow, methods=["GET", "POST"])])
 
 
 @pytest.fixture
 async def gated() -> AsyncIterator[GatedServer]:
     server = GatedServer()
-    server.server = await asyncio.start_server(server._handle, "127.0.0.1", 0)
-    try:
-        yield server
-    finally:
-        server.release.set()
-        server.server.close()
+    async with serve_asgi(server.app(), lifespan="off") as base:
+        server.base = base
+        try:
+            yield server
+        finally:
+            server.release.set()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from chatflow.handlers.cli.cancel_cmd import cancel_execution
 from chatflow.handlers.cli.executions_cmd import in_flight, render
 from chatflow.handlers.client import last_id, wait_results
 from chatflow.handlers.embedded import free_port
+from chatflow.handlers.keys import STEPS_GROUP
 from chatflow.handlers.trees import trees_ended
 from tests.api.support import api_settings, running_api
 from tests.harness import Harness
@@ -64,8 +65,9 @@ async def test_cancel_stops_the_whole_tree_and_the_caller_gets_one_cancellation(
     # The child's HTTP call now completes; its transition must commit nothing.
     gated.release.set()
     await asyncio.wait_for(gated.answered.wait(), timeout=30)
-    worker = harness.workers[0]
-    await asyncio.gather(*list(worker._inflight))
+    # The step that made the call is acked once its (dropped) transition is done.
+    partition = harness.keys.partition_of_exec(row.activeExecutionId)
+    await harness.drained(harness.keys.steps(partition), STEPS_GROUP)
     again = await cancel_execution(harness.client, harness.keys, row.executionId)
     assert not again.cancelled and again.why == "already answered"
     everything = await harness.client.xrange(harness.keys.results)

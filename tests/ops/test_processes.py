@@ -9,14 +9,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from chatflow.handlers.embedded import free_port
 from tests.harness import Harness
+from tests.support.processes import start_worker
 
 
 def consecutive_free_ports(count: int) -> int:
@@ -34,12 +33,10 @@ def consecutive_free_ports(count: int) -> int:
 
 
 def start_workers(bare: Harness, base: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "REDIS_URL": bare.url, "CHATFLOW_PREFIX": bare.settings.prefix,
-           "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_METRICS_HOST": "127.0.0.1"}
-    return subprocess.Popen(
-        [str(Path(sys.executable).with_name("chatflow")), "worker", "--processes", "2",
-         "--metrics-port", str(base)], env=env, stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, start_new_session=True)
+    return start_worker(bare.url, bare.settings.prefix, "--processes", "2", "--metrics-port", str(base),
+                        env={"CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_LOG_LEVEL": "INFO",
+                             "CHATFLOW_METRICS_HOST": "127.0.0.1"},
+                        stderr=subprocess.PIPE, new_session=True)
 
 
 def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:

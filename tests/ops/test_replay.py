@@ -16,8 +16,8 @@ from chatflow.runtime.replay import definition_hashes, replay
 from chatflow.runtime.state import LogEntry
 from chatflow.schemas.wire import ToolResult
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer, json_reply
 from tests.ops.tools import http_then_return, publish_examples, script_failing
+from tests.support.http import LoopbackServer, json_reply
 
 
 @pytest.fixture

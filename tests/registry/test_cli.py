@@ -13,10 +13,9 @@ import structlog
 
 from chatflow.handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY
-from tests.api.test_openapi_import import SPECS
 from tests.registry.defs import returning
 
-PETSTORE = next(p for p in SPECS if p.name == "petstore.yaml")
+LIBRARY = Path(__file__).resolve().parents[1] / "fixtures" / "openapi" / "library-3.0.yaml"
 
 
 @pytest.fixture
@@ -62,8 +61,8 @@ def test_servers_and_an_openapi_import_from_the_command_line(cli: Callable[..., 
         "--secret-header", "Authorization=Bearer cli-secret")
     shown = cli("servers", "show", "srv")
     assert "cli-secret" not in json.dumps(shown)
-    imported = cli("servers", "import-openapi", "srv", str(PETSTORE))
-    assert imported["imported"] == 3
-    assert len(cli("servers", "endpoints", "srv")) == 3
+    imported = cli("servers", "import-openapi", "srv", str(LIBRARY))
+    assert imported["imported"] == 6
+    assert len(cli("servers", "endpoints", "srv")) == 6
     error = cli("servers", "create", "--name", "x", "--base-url", "ftp://x", code=2)
     assert "baseUrl" in error

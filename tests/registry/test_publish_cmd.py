@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import structlog
 
-from chatflow.handlers.cli import main, publish_cmd, registry_cmd
+from chatflow.handlers import logging as logging_setup
+from chatflow.handlers.cli import main, registry_cmd
 from chatflow.handlers.examples import publish_examples
 from tests.api.support import ENCRYPTION_KEY, Api
 from tests.registry.defs import call_tool, definition, ret, returning
@@ -43,7 +44,7 @@ def cli(api: Api, monkeypatch: pytest.MonkeyPatch,
         structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
                             cache_logger_on_first_use=False)
 
-    monkeypatch.setattr(publish_cmd, "configure_logging", to_stderr)
+    monkeypatch.setattr(logging_setup, "configure_logging", to_stderr)  # imported when a command runs
     monkeypatch.setattr(registry_cmd, "configure_logging", to_stderr)
 
     async def run(*argv: str) -> Ran:

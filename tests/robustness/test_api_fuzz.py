@@ -13,6 +13,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.api.support import INTERNAL_SECRET, Api, api
 
+# The slow tier: Schemathesis over every operation (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
+
 __all__ = ["api"]  # the fixture
 
 SERVER_SECRET = "srv-header-secret-7f3a9c"

@@ -12,7 +12,7 @@ import pytest
 from chatflow.runtime.egress import EgressDenied, EgressPolicy
 from tests.core.tools import http, ret, tool
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer
+from tests.support.http import LoopbackServer
 
 
 def redirect(location: str, status: int = 302) -> tuple[int, dict[str, str], bytes]:

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -127,6 +128,7 @@ def bomb_tool(tokens: int) -> dict[str, Any]:
                             inputs={"x": "{{x}}" * tokens}), ret("r", "{{x}}" * tokens + "{{n}}"))
 
 
+@pytest.mark.slow  # a thousand commands: the slow tier
 async def test_a_thousand_malformed_commands_and_definitions_get_clear_answers_and_the_worker_serves_on(
         harness: Harness) -> None:
     unreadable = corpus(UNREADABLE, 300)

@@ -13,6 +13,9 @@ import pytest
 from tests.core.tools import ret, script, tool
 from tests.harness import Harness
 
+# The slow tier: long sandbox abuse (python -m pytest -m slow).
+pytestmark = pytest.mark.slow
+
 MiB = 1024 * 1024
 
 # (name, source, accepted error codes; empty = must succeed with the returned value "contained")

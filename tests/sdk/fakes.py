@@ -14,14 +14,18 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anthropic.types
 import openai.types.chat
 from google.genai import types as genai
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from tests.sdk import wire
+from tests.support.http import serve_asgi_in_thread
 
 FAKE_KEY = "sk-test-0123456789abcdef"
 
@@ -45,35 +49,40 @@ Scripted = Reply | Callable[[Recorded], Reply]
 
 
 class FakeModelServer:
+    """The scripted provider endpoint, served by tests/support/http.py's threaded helper (the
+    SDK's sync ``Runner.run`` blocks its caller, so the server needs a loop of its own)."""
+
     def __init__(self, check: Callable[[Recorded], None]) -> None:
         self._check = check
         self._script: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self.failures: list[str] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        # A short poll interval only makes shutdown() return quickly; nothing waits on it.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        self.url = ""
+        self._serving: Any = None
 
     def start(self) -> FakeModelServer:
-        self._thread.start()
+        self._serving = serve_asgi_in_thread(Starlette(routes=[
+            Route("/{path:path}", self._endpoint, methods=["POST"])]))
+        self.url = self._serving.__enter__()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        if self._serving is not None:
+            self._serving.__exit__(None, None, None)
+            self._serving = None
 
     def script(self, *replies: Scripted) -> None:
         with self._lock:
             self._script.extend(replies)
+
+    async def _endpoint(self, request: Request) -> Response:
+        raw = await request.body()
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        recorded = Recorded("POST", path, {k.lower(): v for k, v in request.headers.items()},
+                            json.loads(raw or b"null"))
+        reply = self._answer(recorded)
+        return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
 
     def _answer(self, request: Recorded) -> Reply:
         with self._lock:
@@ -87,29 +96,6 @@ class FakeModelServer:
                 return Reply({"error": {"message": "fake has no scripted reply left"}}, 500)
             scripted = self._script.popleft()
         return scripted(request) if callable(scripted) else scripted
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                recorded = Recorded("POST", self.path, headers, json.loads(raw or b"null"))
-                reply = fake._answer(recorded)
-                payload = json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
 
 
 # ------------------------------------------------------------------ per provider

@@ -1,4 +1,4 @@
-"""Pulling the Python code blocks out of the seed spec, a prose document with no fences.
+"""Pulling the Python code blocks out of a prose document with no fences (the SDK fixture).
 
 A block starts at a column-0 line that only code starts with (a ``# [`` marker,
 ``from``/``import``, ``@tool``) and runs on through lines that look like Python;
@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_c847c61cf3c76200.txt"
+# The project's own fixture: the seed's code examples, quoted between prose of our own.
+SEED = Path(__file__).resolve().parents[1] / "fixtures" / "sdk" / "tools_and_function_calling.txt"
 
 _START = re.compile(r"^(# \[|from \w|import \w|@tool\b)")
 _PYTHONIC = re.compile(

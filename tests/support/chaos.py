@@ -24,10 +24,6 @@ import asyncio
 import json
 import os
 import random
-import secrets
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,19 +33,22 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import redis
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from chatflow.handlers.embedded import EmbeddedServer, find_server_binary, free_port
+from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
 from chatflow.handlers.projections.metrics import tool_metrics
 from chatflow.handlers.redis_client import Client, make_client
-
-WORKER_CMD = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
-
+from tests.support.http import serve_asgi_in_thread
+from tests.support.processes import kill, start_worker, stop
+from tests.support.valkey import LocalCluster
 
 # -- a loopback HTTP server that can hold requests -------------------------------------
 
@@ -60,38 +59,19 @@ class HoldingServer:
     def __init__(self) -> None:
         self._open = threading.Event()
         self._open.set()
-        self._lock = threading.Lock()
-        self._arrived = threading.Condition(self._lock)
+        self._arrived = threading.Condition()
+        # Every held request waits in a thread of its own: more than anyio's default 40.
+        self._threads = anyio.CapacityLimiter(1000)
         self.requests = 0
-        outer = self
+        self._serving = serve_asgi_in_thread(Starlette(routes=[Route("/echo", self._echo)]))
+        self.base = self._serving.__enter__()
 
-        class _H(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                with outer._arrived:
-                    outer.requests += 1
-                    outer._arrived.notify_all()
-                outer._open.wait(timeout=120)
-                n = self.path.partition("n=")[2] or "0"
-                body = json.dumps({"n": n}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:  # the worker that asked was killed meanwhile
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    async def _echo(self, request: Request) -> Response:
+        with self._arrived:
+            self.requests += 1
+            self._arrived.notify_all()
+        await anyio.to_thread.run_sync(self._open.wait, 120, limiter=self._threads)
+        return JSONResponse({"n": request.query_params.get("n", "0")})
 
     def hold(self) -> None:
         self._open.clear()
@@ -106,65 +86,7 @@ class HoldingServer:
 
     def stop(self) -> None:
         self.release()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-# -- a local Redis Cluster -------------------------------------------------------------------
-
-
-def cluster_port() -> int:
-    """A free port whose cluster bus port (+10000) is a valid, free port too."""
-    while True:
-        port = free_port()
-        if port + 10000 > 65535:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-
-
-@dataclass
-class LocalCluster:
-    """``masters`` Valkey primaries in cluster mode on loopback, slots spread by ``valkey-cli``."""
-
-    masters: int = 3
-    nodes: list[EmbeddedServer] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return self.nodes[0].url
-
-    def start(self, timeout_s: float = 30.0) -> LocalCluster:
-        password = secrets.token_urlsafe(16)  # one for all nodes: they authenticate each other
-        self.nodes = [EmbeddedServer(port=cluster_port(), cluster=True, password=password).start()
-                      for _ in range(self.masters)]
-        cli = Path(find_server_binary()).with_name("valkey-cli")
-        binary = str(cli) if cli.exists() else (shutil.which("valkey-cli") or "redis-cli")
-        subprocess.run([binary, "--cluster", "create",
-                        *[f"127.0.0.1:{n.port}" for n in self.nodes],
-                        "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=timeout_s,
-                       env={**os.environ, "REDISCLI_AUTH": password})
-        deadline = time.monotonic() + timeout_s
-        for node in self.nodes:
-            client = redis.Redis(port=node.port, password=password)
-            try:
-                while client.cluster("INFO").get("cluster_state") != "ok":
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"cluster on {node.port} not ok within {timeout_s}s")
-                    time.sleep(0.05)  # polling the nodes' gossip, bounded by the deadline
-            finally:
-                client.close()
-        return self
-
-    def stop(self) -> None:
-        for node in self.nodes:
-            node.stop()
-        self.nodes = []
+        self._serving.__exit__(None, None, None)
 
 
 # -- worker subprocesses ----------------------------------------------------------------
@@ -183,14 +105,13 @@ class WorkerPool:
     killed: int = 0
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "REDIS_URL": self.url, "CHATFLOW_PREFIX": self.prefix,
-               "CHATFLOW_CLAIM_IDLE_MS": "1000", "CHATFLOW_CLAIM_INTERVAL_MS": "200",
-               "CHATFLOW_BLOCK_MS": "200", "CHATFLOW_METRICS_PORT": "0",
-               "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_LOG_LEVEL": "INFO", **self.env}
+        env = {"CHATFLOW_CLAIM_IDLE_MS": "1000", "CHATFLOW_CLAIM_INTERVAL_MS": "200",
+               "CHATFLOW_BLOCK_MS": "200", "CHATFLOW_LOG_FORMAT": "json", "CHATFLOW_LOG_LEVEL": "INFO",
+               **self.env}
         self.started += 1
         out = open(Path(self.log_dir) / f"worker-{self.started}.log", "wb")  # noqa: SIM115
         try:
-            return subprocess.Popen(WORKER_CMD, env=env, stdout=out, stderr=subprocess.STDOUT)
+            return start_worker(self.url, self.prefix, env=env, stdout=out, stderr=subprocess.STDOUT)
         finally:
             out.close()  # the child holds its own descriptor
 
@@ -201,8 +122,7 @@ class WorkerPool:
     def kill(self, index: int) -> int:
         """SIGKILL worker ``index`` (no chance to ack, flush or say goodbye); returns its pid."""
         proc = self.procs[index]
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill(proc)
         self.killed += 1
         return proc.pid
 
@@ -214,11 +134,7 @@ class WorkerPool:
             if proc.poll() is None:
                 proc.terminate()
         for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
     def log_lines(self) -> Iterator[dict[str, Any]]:
         for path in sorted(Path(self.log_dir).glob("worker-*.log")):

@@ -1,0 +1,47 @@
+"""One line instead of a traceback when the command cannot reach its Valkey/Redis."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+ADVICE = "start one with `chatflow up`, or set REDIS_URL (or --redis-url) to a running server"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, its causes and contexts, and the members of exception groups, once each."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (REDIS_URL may carry one)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def unreachable_message(exc: BaseException, url: str | None) -> str | None:
+    """The line to print when ``exc`` means the server could not be reached, else ``None``."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    for cause in _chain(exc):
+        if isinstance(cause, RedisConnectionError | RedisTimeoutError | ConnectionRefusedError):
+            where = url or os.environ.get("REDIS_URL") or os.environ.get("CHATFLOW_REDIS_URL") or "?"
+            why = " ".join(str(cause).split()) or type(cause).__name__
+            return f"cannot reach Valkey/Redis at {redacted(where)} ({why}): {ADVICE}"
+    return None

@@ -1,0 +1,136 @@
+"""An in-memory driver of the pure state machine: no Redis, no worker, no I/O.
+
+It plays the worker's part the way handlers/steps.py does (apply a transition only when the
+version it expects is the stored one, drop every commit of a tree once it answered, settle
+each transition, run callTool children) and lets the test decide each I/O block's outcome.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from chatflow.runtime.errors import tool_not_published
+from chatflow.runtime.interpolation import render
+from chatflow.runtime.machine import Machine
+from chatflow.runtime.outcome import BlockOutcome, SpawnChild
+from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
+from chatflow.schemas.definition import CallToolBlock, PublishedTool, ToolDefinition
+from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
+
+Outcomes = Callable[[ExecState, Any], BlockOutcome]
+ROOT = "0-root"
+
+
+def command(pt: str, inputs: dict[str, str] | None = None,
+            variables: dict[str, Any] | None = None) -> ExecuteToolCommand:
+    return msgspec.convert({
+        "commandId": "cmd-1",
+        "action": {"id": "act-1", "type": "executeTool", "toolId": f"t-{pt}", "publishedToolId": pt,
+                   "outputVariable": "out",
+                   "inputVariables": [{"name": k, "value": v} for k, v in (inputs or {}).items()]},
+        "context": {"contactId": "c-1", "variables": variables or {}},
+    }, ExecuteToolCommand)
+
+
+def _copy(state: ExecState) -> ExecState:
+    """What a read from the store gives: a state of its own (the machine mutates what it gets)."""
+    return msgspec.json.decode(msgspec.json.encode(state), type=ExecState)
+
+
+@dataclass
+class Run:
+    """Everything a drive produced, in order."""
+
+    results: list[ToolResult] = field(default_factory=list)
+    log: list[LogEntry] = field(default_factory=list)
+    versions: dict[str, list[int]] = field(default_factory=dict)  # every committed version
+    states: dict[str, ExecState] = field(default_factory=dict)
+    transitions: int = 0
+    dropped: int = 0
+
+    @property
+    def result(self) -> ToolResult:
+        (only,) = self.results
+        return only
+
+
+@dataclass
+class Driver:
+    tools: dict[str, dict[str, Any]]
+    outcomes: Outcomes = field(default=lambda _s, _b: BlockOutcome())
+    machine: Machine = field(default_factory=Machine)
+    now: int = 1_000
+    tick_ms: int = 1  # how far the clock moves per step
+
+    def definition(self, def_hash: str) -> ToolDefinition | None:
+        raw = self.tools.get(def_hash)
+        return None if raw is None else ToolDefinition.model_validate(raw)
+
+    def published(self, pt: str) -> PublishedTool | None:
+        raw = self.tools.get(pt)
+        return None if raw is None else PublishedTool(id=pt, toolId=f"t-{pt}", definition=raw)
+
+    def run(self, cmd: ExecuteToolCommand) -> Run:
+        run = Run()
+        published = self.published(cmd.action.publishedToolId) or tool_not_published(
+            cmd.action.publishedToolId)
+        first = self.machine.start(cmd, published, cmd.action.publishedToolId, b"", exec_id=ROOT,
+                                   partition=0, now=self.now, debug=False)
+        queue: deque[StepMsg] = deque()
+        self._apply(run, self._settle(first), queue)
+        while queue:
+            step = queue.popleft()
+            self.now += self.tick_ms
+            stored = run.states.get(step.e)
+            if stored is None or stored.version != step.v:
+                run.dropped += 1
+                continue
+            self._apply(run, self._settle(self._step(_copy(stored), step)), queue)
+        return run
+
+    def _settle(self, t: Transition) -> Transition:
+        return self.machine.settle(t, self.definition, self.now)
+
+    def _step(self, state: ExecState, step: StepMsg) -> Transition:
+        definition = self.definition(state.defHash)
+        assert definition is not None
+        if step.k == "resume":
+            assert step.child is not None
+            return self.machine.after_child(state, definition, step.child, self.now)
+        planned = self.machine.plan(state, definition, self.now)
+        if isinstance(planned, Transition):
+            return planned
+        if isinstance(planned, CallToolBlock):
+            child = self.published(planned.publishedToolId)
+            if child is None:
+                return self.machine.load_failure(state, planned,
+                                                 tool_not_published(planned.publishedToolId),
+                                                 self.now)
+            inputs = {m.name: render(m.value, state.variables, state.context)
+                      for m in planned.inputVariables}
+            return self.machine.spawn(state, planned, SpawnChild(
+                child, planned.publishedToolId, b"", inputs), self.now)
+        return self.machine.after_block(state, planned, self.outcomes(state, planned), self.now)
+
+    def _apply(self, run: Run, t: Transition, queue: deque[StepMsg]) -> None:
+        """One atomic commit: the expected versions must hold and the tree must not have
+        answered; then states, steps, results and log entries land together."""
+        run.transitions += 1
+        expects = ([t.expect] if t.expect else []) + list(t.also_expect)
+        stale = any(run.states[e].version != v for e, v in expects if e in run.states)
+        if stale or run.results:  # a version moved on, or the tree answered (the done key)
+            run.dropped += 1
+            return
+        for state in t.writes:
+            run.states[state.execId] = _copy(state)
+            run.versions.setdefault(state.execId, []).append(state.version)
+        for emit in t.emits:
+            if emit.kind == "result":
+                run.results.append(msgspec.json.decode(emit.data, type=ToolResult))
+        run.log.extend(t.log)
+        queue.extend(t.steps)
