@@ -52,11 +52,14 @@ class Agent:
         strict_tools: bool = False,
         temperature: float | None = None,
         max_output_tokens: int | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         from ..providers.registry import provider_family
 
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
+        if tool_timeout is not None and tool_timeout <= 0:
+            raise ValueError("tool_timeout must be a positive number of seconds")
         self.name = name
         self.instructions = instructions
         self.model = model
@@ -65,6 +68,8 @@ class Agent:
         self.strict_tools = strict_tools
         self.temperature = temperature
         self.max_output_tokens = max_output_tokens
+        # Seconds a tool call may take unless the tool sets its own (@tool(timeout=...)).
+        self.tool_timeout = tool_timeout
         self.tools: tuple[AgentTool, ...] = tuple(
             t if isinstance(t, AgentTool) else Tool(t) for t in tools
         )
@@ -83,6 +88,11 @@ class Agent:
             )
         by_name: dict[str, AgentTool] = {}
         for agent_tool in self.tools:
+            if isinstance(agent_tool, Tool) and agent_tool.is_unbound_method:
+                raise ToolSchemaError(
+                    f"agent {self.name!r}: tool {agent_tool.name!r} is a method read from "
+                    "its class; pass it from an instance (obj.method)"
+                )
             if agent_tool.name in by_name:
                 raise ToolSchemaError(
                     f"agent {self.name!r} has two tools named {agent_tool.name!r}"

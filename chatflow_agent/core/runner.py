@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import MaxTurnsExceeded, ToolArgumentsError, ToolExecutionError
+from ..errors import MaxTurnsExceeded
 from ..tools.execution import run_sync
 from .agent import Agent
+from .context import RunContext
+from .hooks import RunHooks
 from .memory import SessionStore
-from .messages import Message, ToolCall, ToolResult, UserMessage
+from .messages import Message, ToolResult, UserMessage
+from .tool_calls import call_tool
+from .usage import Usage
 
-logger = logging.getLogger("chatflow_agent.runner")
+if TYPE_CHECKING:
+    from ..providers.base import FinishReason, ModelReply, Provider
 
 
 @dataclass
 class RunResult:
-    """The outcome of one user turn."""
+    """The outcome of one user turn.
+
+    ``finish_reason`` is why the last model call stopped: ``"stop"``, ``"length"``
+    (cut at the token limit) or ``"content_filter"`` (blocked or refused; then
+    ``content`` is None and the empty turn is not stored). ``usage`` sums the
+    tokens of every model call of the run. ``output`` is the validated
+    ``Agent(output_type=...)`` instance, or ``content`` without an output type.
+    """
 
     content: str | None
     tool_calls_executed: list[str] = field(default_factory=list)
@@ -27,6 +39,9 @@ class RunResult:
     messages: list[Message] = field(default_factory=list, repr=False)
     session_id: str = ""
     turns: int = 0
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+    output: Any = None
 
     def __str__(self) -> str:
         return self.content or ""
@@ -41,72 +56,110 @@ class Runner:
         session_store: SessionStore | None = None,
         *,
         timeout: float = 60.0,
+        hooks: RunHooks | None = None,
     ) -> None:
         self.starting_agent = starting_agent
         self.session_store = session_store if session_store is not None else SessionStore()
         self.timeout = timeout
+        self.hooks = hooks if hooks is not None else RunHooks()
 
-    def run(self, session_id: str, user_message: str) -> RunResult:
-        """Run one user turn to the model's final answer; blocks until done."""
-        return run_sync(self.run_async(session_id=session_id, user_message=user_message))
+    def run(
+        self,
+        session_id: str,
+        user_message: str,
+        *,
+        context: Any = None,
+        hooks: RunHooks | None = None,
+    ) -> RunResult:
+        """Run one user turn to the model's final answer; blocks until done.
 
-    async def run_async(self, session_id: str, user_message: str) -> RunResult:
+        ``context`` reaches tools as ``RunContext.deps``; ``hooks`` replace the
+        Runner's for this run.
+        """
+        return run_sync(
+            self.run_async(session_id, user_message, context=context, hooks=hooks)
+        )
+
+    async def run_async(
+        self,
+        session_id: str,
+        user_message: str,
+        *,
+        context: Any = None,
+        hooks: RunHooks | None = None,
+    ) -> RunResult:
         """Run one user turn to the model's final answer."""
         from ..providers.registry import provider_for_model
 
         agent = self.starting_agent
         provider = agent.provider or provider_for_model(agent.model)
         history = await self.session_store.load(session_id)
-        new: list[Message] = [UserMessage(user_message)]
-        result = RunResult(content=None, messages=new, session_id=session_id)
+        run = _Run(agent, provider, hooks or self.hooks, session_id, context)
+        run.new.append(UserMessage(user_message))
         async with httpx.AsyncClient(timeout=self.timeout) as client:
-            while True:
-                if result.turns == agent.max_turns:
-                    await self.session_store.append(session_id, new)
-                    raise MaxTurnsExceeded(
-                        f"agent {agent.name!r} still calling tools after {agent.max_turns} turns"
-                    )
-                reply = await provider.complete(agent, [*history, *new], client)
-                result.turns += 1
-                new.append(reply)
-                if not reply.tool_calls:
-                    break
-                outcomes = await asyncio.gather(
-                    *(
-                        self._call_tool(agent, call, provider.gemini_dialect)
-                        for call in reply.tool_calls
-                    )
+            try:
+                await run.loop(history, client)
+            except MaxTurnsExceeded:
+                await self.session_store.append(session_id, run.new)
+                raise
+        await self.session_store.append(session_id, run.new)
+        return run.result
+
+
+class _Run:
+    """One run's state: the messages it adds and the result it builds."""
+
+    def __init__(
+        self, agent: Agent, provider: Provider, hooks: RunHooks, session_id: str, deps: Any
+    ) -> None:
+        self.agent = agent
+        self.provider = provider
+        self.hooks = hooks
+        self.new: list[Message] = []
+        self.result = RunResult(content=None, messages=self.new, session_id=session_id)
+        self.context: RunContext[Any] = RunContext(deps, session_id, self.result.usage)
+
+    async def loop(self, history: list[Message], client: httpx.AsyncClient) -> None:
+        agent, result = self.agent, self.result
+        while True:
+            if result.turns == agent.max_turns:
+                raise MaxTurnsExceeded(
+                    f"agent {agent.name!r} still calling tools after {agent.max_turns} turns"
                 )
-                new.extend(outcomes)
-                result.tool_calls_executed.extend(call.name for call in reply.tool_calls)
-                result.tool_results.extend(outcomes)
-        result.content = reply.content
-        await self.session_store.append(session_id, new)
-        return result
+            reply = await self.ask(history, client)
+            if reply.is_empty:
+                # A blocked or empty turn is reported, never stored: providers refuse
+                # an empty turn, and storing one would break every later request.
+                result.content = None
+                return
+            self.new.append(reply.message)
+            if not reply.message.tool_calls:
+                result.content = reply.message.content
+                result.output = result.content
+                return
+            await self.run_tools(reply)
 
-    async def _call_tool(self, agent: Agent, call: ToolCall, gemini: bool) -> ToolResult:
-        target = agent.tool_named(call.name)
-        if target is None:
-            known = ", ".join(t.name for t in agent.tools) or "none"
-            content = f"Unknown tool {call.name!r}. Available tools: {known}."
-            return ToolResult(call.id, call.name, content, is_error=True)
-        if call.arguments_error is not None:
-            return ToolResult(call.id, call.name, call.arguments_error, is_error=True)
-        try:
-            kwargs = target.bind_model_arguments(call.arguments, gemini=gemini)
-            value = await target.execute_async(**kwargs)
-        except ToolExecutionError as exc:
-            logger.warning("tool call failed", extra={"tool": call.name, "error": str(exc)})
-            return ToolResult(call.id, call.name, _error_text(exc), is_error=True)
-        return ToolResult.from_value(call.id, call.name, value)
+    async def ask(self, history: list[Message], client: httpx.AsyncClient) -> ModelReply:
+        messages = [*history, *self.new]
+        await self.hooks.on_model_request(self.context, self.agent, messages)
+        reply = await self.provider.complete(self.agent, messages, client)
+        self.result.turns += 1
+        self.result.usage.add(reply.usage)
+        self.result.finish_reason = reply.finish_reason
+        await self.hooks.on_model_response(self.context, self.agent, reply)
+        return reply
 
-
-def _error_text(exc: ToolExecutionError) -> str:
-    # The model reads this; the tool's own message says more than our wrapper.
-    cause = exc.__cause__
-    if isinstance(exc, ToolArgumentsError) or not isinstance(cause, BaseException):
-        return str(exc)
-    return str(cause) or type(cause).__name__
+    async def run_tools(self, reply: ModelReply) -> None:
+        gemini = self.provider.gemini_dialect
+        outcomes = await asyncio.gather(
+            *(
+                call_tool(self.agent, call, gemini=gemini, context=self.context, hooks=self.hooks)
+                for call in reply.message.tool_calls
+            )
+        )
+        self.new.extend(outcome.result for outcome in outcomes)
+        self.result.tool_calls_executed.extend(o.result.name for o in outcomes if o.ran)
+        self.result.tool_results.extend(outcome.result for outcome in outcomes)
 
 
 __all__ = ["RunResult", "Runner"]

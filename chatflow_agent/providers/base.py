@@ -7,17 +7,41 @@ import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import httpx
 
 from ..core.messages import AssistantMessage, Message
+from ..core.usage import Usage
 from ..errors import ProviderError, ProviderHTTPError, ProviderResponseError
 
 if TYPE_CHECKING:
     from ..core.agent import Agent
 
 logger = logging.getLogger("chatflow_agent.providers")
+
+FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+
+
+@dataclass
+class ModelReply:
+    """One model call's outcome: the turn, why the model stopped, and what it cost.
+
+    ``finish_reason`` is the same word for every provider: ``"length"`` for a reply
+    cut at the token limit, ``"content_filter"`` for one blocked by safety rules
+    or refused.
+    """
+
+    message: AssistantMessage
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def is_empty(self) -> bool:
+        """No text and no tool calls: providers refuse such a turn in a history."""
+        return not self.message.content and not self.message.tool_calls
+
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER = 30.0
@@ -56,11 +80,11 @@ class Provider(ABC):
     def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]: ...
 
     @abstractmethod
-    def parse_reply(self, data: Any) -> AssistantMessage: ...
+    def parse_reply(self, data: Any) -> ModelReply: ...
 
     async def complete(
         self, agent: Agent, messages: Sequence[Message], client: httpx.AsyncClient
-    ) -> AssistantMessage:
+    ) -> ModelReply:
         """Send the conversation and return the model's next turn."""
         body = self.request_body(agent, messages)
         data = await self._post(client, self.endpoint(agent), body)
@@ -78,7 +102,7 @@ class Provider(ABC):
             except httpx.HTTPError as exc:
                 if last:
                     raise ProviderError(
-                        f"{self.name} could not be reached: {self._scrub(str(exc))}"
+                        f"{self.name} could not be reached: {self._scrub(_describe(exc))}"
                     ) from None
                 await asyncio.sleep(self._delay(attempt, None))
                 continue
@@ -121,3 +145,12 @@ class Provider(ABC):
     def _scrub(self, text: str) -> str:
         # Some errors echo the request; the key must never reach a message or a log.
         return text.replace(self._api_key, "[redacted]") if self._api_key else text
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    # Timeouts carry no message of their own; the class name says what happened.
+    text = str(exc).strip()
+    kind = type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return f"{kind} (no answer in time){': ' + text if text else ''}"
+    return f"{kind}: {text}" if text else kind

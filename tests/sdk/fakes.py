@@ -95,8 +95,13 @@ class FakeModelServer:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                recorded = Recorded("POST", self.path, headers, json.loads(raw or b"null"))
-                reply = fake._answer(recorded)
+                try:
+                    body = json.loads(raw or b"null", parse_constant=wire.reject_non_finite)
+                except ValueError as exc:
+                    fake.failures.append(f"body is not valid JSON: {exc}")
+                    reply = Reply({"error": {"message": f"invalid JSON: {exc}"}}, 400)
+                else:
+                    reply = fake._answer(Recorded("POST", self.path, headers, body))
                 payload = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
