@@ -3,7 +3,7 @@
 from .core.agent import Agent
 from .core.messages import ToolCall, ToolResult
 from .core.runner import Runner, RunResult
-from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
+from .errors import ChatflowAgentError, MaxTurnsExceeded, ToolExecutionError, ToolSchemaError
 from .tools import Tool, tool
 
 __version__ = "0.4.0"
@@ -11,6 +11,7 @@ __version__ = "0.4.0"
 __all__ = [
     "Agent",
     "ChatflowAgentError",
+    "MaxTurnsExceeded",
     "RunResult",
     "Runner",
     "Tool",

@@ -86,7 +86,7 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         self.name: str = spec.name
         self.description: str = spec.description
         self.spec = spec
-        self._binder = ArgumentBinder(spec, owner)
+        self._binder = ArgumentBinder(spec, owner, localns=self._localns)
         self._walker = TypeWalker(owner)
         self._gemini_parameters = render_gemini(spec.object_node())
         self._json_parameters = self._render_json(strict=False)
@@ -293,9 +293,7 @@ def tool(
     """Make a function a Tool; use bare (``@tool``) or with ``name=``, ``description=``,
     ``timeout=`` (seconds a call by the Runner may take)."""
     if func is not None:
-        return Tool(
-            func, name=name, description=description, timeout=timeout, localns=_caller_locals(2)
-        )
+        return Tool(func, name=name, description=description, timeout=timeout, localns=_caller_locals(2))
 
     def decorate(inner: Callable[P, R]) -> Tool[P, R]:
         return Tool(

@@ -51,6 +51,8 @@ class FakeModelServer:
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self.failures: list[str] = []
+        # Answers every request once the script is used up (requests in any order).
+        self.fallback: Callable[[Recorded], Reply] | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         # A short poll interval only makes shutdown() return quickly; nothing waits on it.
         self._thread = threading.Thread(
@@ -83,9 +85,12 @@ class FakeModelServer:
             except Exception as exc:  # any failed check must surface in the test
                 self.failures.append(f"{type(exc).__name__}: {exc}")
                 return Reply({"error": {"message": f"fake rejected request: {exc}"}}, 400)
-            if not self._script:
+            if not self._script and self.fallback is not None:
+                scripted = self.fallback
+            elif not self._script:
                 return Reply({"error": {"message": "fake has no scripted reply left"}}, 500)
-            scripted = self._script.popleft()
+            else:
+                scripted = self._script.popleft()
         return scripted(request) if callable(scripted) else scripted
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -156,8 +161,16 @@ class ProviderFake:
     def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
         raise NotImplementedError
 
+    def empty(self, reason: str) -> Reply:
+        """A reply with no text and no calls, as a blocked or truncated one comes."""
+        raise NotImplementedError
+
     # requests
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
+        raise NotImplementedError
+
+    def answers_tools(self, request: Recorded) -> bool:
+        """True when the request ends with tool results (the model's turn after calls)."""
         raise NotImplementedError
 
     def declared_tools(self, request: Recorded) -> list[str]:
@@ -192,11 +205,20 @@ class GeminiFake(ProviderFake):
 
     def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
         # Gemini 2.5 signs calls; the client must echo the signature back.
-        parts = [
-            {"functionCall": {"name": n, "args": a}, "thoughtSignature": _signature()}
-            for n, a in calls
-        ]
+        parts = [{"functionCall": {"name": n, "args": a}, "thoughtSignature": _signature()} for n, a in calls]
         return self._reply(parts)
+
+    def empty(self, reason: str) -> Reply:
+        # A blocked candidate comes without content; a truncated one with no parts.
+        body = {"candidates": [{"finishReason": reason, "index": 0}],
+                "usageMetadata": {"promptTokenCount": 7, "totalTokenCount": 7}}  # fmt: skip
+        if reason == "MAX_TOKENS":
+            body["candidates"][0]["content"] = {"role": "model"}
+        genai.GenerateContentResponse.model_validate(body)
+        return Reply(body)
+
+    def answers_tools(self, request: Recorded) -> bool:
+        return any("functionResponse" in p for p in request.body["contents"][-1]["parts"])
 
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
         last = request.body["contents"][-1]
@@ -205,9 +227,7 @@ class GeminiFake(ProviderFake):
         for part in last["parts"]:
             response = part["functionResponse"]
             error = "error" in response["response"]
-            seen.append(
-                ToolResultSeen(response.get("id"), response["name"], response["response"], error)
-            )
+            seen.append(ToolResultSeen(response.get("id"), response["name"], response["response"], error))
         return seen
 
     def declared_tools(self, request: Recorded) -> list[str]:
@@ -236,9 +256,7 @@ class OpenAIFake(ProviderFake):
             "object": "chat.completion",
             "created": 1700000000,
             "model": "gpt-4o-mini",
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
         openai.types.chat.ChatCompletion.model_validate(body)
@@ -257,9 +275,13 @@ class OpenAIFake(ProviderFake):
             }
             for call_id, (n, a) in zip(chosen, calls, strict=True)
         ]
-        return self._reply(
-            {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
-        )
+        return self._reply({"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls")
+
+    def empty(self, reason: str) -> Reply:
+        return self._reply({"role": "assistant", "content": None, "refusal": None}, reason)
+
+    def answers_tools(self, request: Recorded) -> bool:
+        return bool(request.body["messages"][-1]["role"] == "tool")
 
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
         messages = request.body["messages"]
@@ -311,19 +333,21 @@ class AnthropicFake(ProviderFake):
         return self._reply([{"type": "text", "text": text}], "end_turn")
 
     def calls(self, *calls: tuple[str, dict[str, Any]]) -> Reply:
-        blocks = [
-            {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": n, "input": a}
-            for n, a in calls
-        ]
+        blocks = [{"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": n, "input": a} for n, a in calls]
         return self._reply([{"type": "text", "text": "Let me check."}, *blocks], "tool_use")
+
+    def empty(self, reason: str) -> Reply:
+        return self._reply([], reason)
+
+    def answers_tools(self, request: Recorded) -> bool:
+        content = request.body["messages"][-1]["content"]
+        return isinstance(content, list) and content[-1]["type"] == "tool_result"
 
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
         messages = request.body["messages"]
         uses = {b["id"]: b["name"] for b in messages[-2]["content"] if b["type"] == "tool_use"}
         return [
-            ToolResultSeen(
-                b["tool_use_id"], uses[b["tool_use_id"]], b["content"], b.get("is_error", False)
-            )
+            ToolResultSeen(b["tool_use_id"], uses[b["tool_use_id"]], b["content"], b.get("is_error", False))
             for b in messages[-1]["content"]
             if b["type"] == "tool_result"
         ]

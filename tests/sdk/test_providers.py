@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chatflow_agent import Agent, Runner, tool
-from chatflow_agent.errors import ProviderConfigError, ProviderError, ProviderResponseError
+from chatflow_agent.errors import ProviderConfigError, ProviderError
 from chatflow_agent.providers import (
     AnthropicProvider,
     GeminiProvider,

@@ -156,9 +156,7 @@ def test_the_docstring_entry_beats_annotated_text_and_field_descriptions() -> No
     assert props["query"]["description"] == "Full-text query."
     assert props["limit"]["description"] == "Maximum hits."
     assert props["page"]["description"] == "Annotated text without a docstring entry"
-    assert search.to_openai_parameters()["properties"]["query"]["description"] == (
-        "Full-text query."
-    )
+    assert search.to_openai_parameters()["properties"]["query"]["description"] == ("Full-text query.")
 
 
 @dataclass
@@ -259,10 +257,30 @@ def test_a_none_default_on_a_non_optional_type_fails_with_a_hint() -> None:
 
 @pytest.mark.parametrize(
     "annotation",
-    [dict[int, str], Literal[1, "1"], Literal[None], bytes, "NotDefinedAnywhere", None, Any,
-     object, list[object], Annotated[Any, "anything"]],
-    ids=["int keys", "literal collision", "literal none", "bytes", "bad forward ref", "None",
-         "Any", "object", "list of object", "annotated Any"],
+    [
+        dict[int, str],
+        Literal[1, "1"],
+        Literal[None],
+        bytes,
+        "NotDefinedAnywhere",
+        None,
+        Any,
+        object,
+        list[object],
+        Annotated[Any, "anything"],
+    ],
+    ids=[
+        "int keys",
+        "literal collision",
+        "literal none",
+        "bytes",
+        "bad forward ref",
+        "None",
+        "Any",
+        "object",
+        "list of object",
+        "annotated Any",
+    ],
 )
 def test_other_inexpressible_annotations_fail_at_definition(annotation: object) -> None:
     def probe(x):  # type: ignore[no-untyped-def]
