@@ -1,8 +1,11 @@
 """chatflow_agent: typed tools for AI agents, and the agents and runner that call them."""
 
 from .core.agent import Agent
+from .core.context import RunContext
+from .core.hooks import RunHooks
 from .core.messages import ToolCall, ToolResult
 from .core.runner import Runner, RunResult
+from .core.usage import Usage
 from .errors import ChatflowAgentError, MaxTurnsExceeded, ToolExecutionError, ToolSchemaError
 from .tools import Tool, tool
 
@@ -12,6 +15,8 @@ __all__ = [
     "Agent",
     "ChatflowAgentError",
     "MaxTurnsExceeded",
+    "RunContext",
+    "RunHooks",
     "RunResult",
     "Runner",
     "Tool",
@@ -19,6 +24,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolResult",
     "ToolSchemaError",
+    "Usage",
     "__version__",
     "tool",
 ]

@@ -194,7 +194,9 @@ class GeminiFake(ProviderFake):
             "candidates": [
                 {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
             ],
-            "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 20},
+            "usageMetadata": {
+                "promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15,
+            },  # fmt: skip
             "modelVersion": "gemini-2.5-flash",
         }
         genai.GenerateContentResponse.model_validate(body)

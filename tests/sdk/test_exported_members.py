@@ -11,6 +11,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
         "Agent",
         "ChatflowAgentError",
         "MaxTurnsExceeded",
+        "RunContext",
+        "RunHooks",
         "RunResult",
         "Runner",
         "Tool",
@@ -18,6 +20,7 @@ def test_the_package_exports_exactly_its_public_names() -> None:
         "ToolExecutionError",
         "ToolResult",
         "ToolSchemaError",
+        "Usage",
         "__version__",
         "tool",
     ]
