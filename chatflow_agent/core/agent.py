@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..errors import ToolSchemaError
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
+from .output import OutputSchema
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
@@ -53,6 +54,7 @@ class Agent:
         temperature: float | None = None,
         max_output_tokens: int | None = None,
         tool_timeout: float | None = None,
+        output_type: Any = None,
     ) -> None:
         from ..providers.registry import provider_family
 
@@ -74,6 +76,11 @@ class Agent:
             t if isinstance(t, AgentTool) else Tool(t) for t in tools
         )
         self._by_name = self._index_tools()
+        # The type of RunResult.output, asked of the model in its provider's own way.
+        self.output_type = output_type
+        self.output_schema = (
+            OutputSchema(output_type, owner=name) if output_type is not None else None
+        )
         if provider is None:
             provider_family(model)  # an unknown model name fails here, not mid-run
         if strict_tools:

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import MaxTurnsExceeded
+from ..errors import MaxTurnsExceeded, OutputValidationError
 from ..tools.execution import run_sync
 from .agent import Agent
 from .context import RunContext
 from .hooks import RunHooks
 from .memory import SessionStore
-from .messages import Message, ToolResult, UserMessage
+from .messages import Message, ToolCall, ToolResult, UserMessage
+from .output import FINAL_RESULT_TOOL
 from .tool_calls import call_tool
 from .usage import Usage
 
@@ -99,7 +100,7 @@ class Runner:
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             try:
                 await run.loop(history, client)
-            except MaxTurnsExceeded:
+            except (MaxTurnsExceeded, OutputValidationError):
                 await self.session_store.append(session_id, run.new)
                 raise
         await self.session_store.append(session_id, run.new)
@@ -118,6 +119,7 @@ class _Run:
         self.new: list[Message] = []
         self.result = RunResult(content=None, messages=self.new, session_id=session_id)
         self.context: RunContext[Any] = RunContext(deps, session_id, self.result.usage)
+        self.output_retried = False
 
     async def loop(self, history: list[Message], client: httpx.AsyncClient) -> None:
         agent, result = self.agent, self.result
@@ -133,11 +135,51 @@ class _Run:
                 result.content = None
                 return
             self.new.append(reply.message)
-            if not reply.message.tool_calls:
-                result.content = reply.message.content
+            final = [c for c in reply.message.tool_calls if c.name == FINAL_RESULT_TOOL]
+            if reply.message.tool_calls and not (final and agent.output_schema is not None):
+                await self.run_tools(reply)
+                continue
+            result.content = reply.message.content
+            if agent.output_schema is None:
                 result.output = result.content
                 return
-            await self.run_tools(reply)
+            if self.take_output(reply, final[0] if final else None):
+                return
+
+    def take_output(self, reply: ModelReply, final: ToolCall | None) -> bool:
+        """Validate the final answer; on a first failure tell the model why and go on."""
+        schema = self.agent.output_schema
+        assert schema is not None
+        gemini = self.provider.gemini_dialect
+        try:
+            if final is not None:
+                self.result.output = schema.validate_value(final.arguments, gemini=gemini)
+            else:
+                self.result.output = schema.validate_text(reply.message.content, gemini=gemini)
+        except OutputValidationError as exc:
+            feedback = f"{exc}. Answer again, fitting the required schema."
+            self._answer_calls(reply, final, feedback)
+            if final is None:
+                self.new.append(UserMessage(feedback))
+            if self.output_retried:
+                raise OutputValidationError(
+                    f"agent {self.agent.name!r}: {exc} (also after being told once)"
+                ) from exc
+            self.output_retried = True
+            return False
+        self._answer_calls(reply, final, None)
+        return True
+
+    def _answer_calls(self, reply: ModelReply, final: ToolCall | None, error: str | None) -> None:
+        # Every tool_use needs its tool_result in the history, the final_result one too.
+        for call in reply.message.tool_calls:
+            if call is final:
+                text = error or "Final answer received."
+            else:
+                text = "Not run: the final answer came in the same turn."
+            is_error = call is not final or error is not None
+            self.new.append(ToolResult(call.id, call.name, text, is_error=is_error))
+
 
     async def ask(self, history: list[Message], client: httpx.AsyncClient) -> ModelReply:
         messages = [*history, *self.new]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
+from ..core.output import FINAL_RESULT_TOOL
 from ..core.usage import Usage
 from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
@@ -53,8 +54,15 @@ class AnthropicProvider(Provider):
         }
         if agent.instructions:
             body["system"] = agent.instructions
-        if agent.tools:
-            body["tools"] = [t.to_anthropic_tool() for t in agent.tools]
+        tools = [t.to_anthropic_tool() for t in agent.tools]
+        if agent.output_schema is not None:
+            # The final answer is a forced tool call; with other tools, any tool will do.
+            tools.append(agent.output_schema.anthropic_tool())
+            body["tool_choice"] = (
+                {"type": "any"} if agent.tools else {"type": "tool", "name": FINAL_RESULT_TOOL}
+            )
+        if tools:
+            body["tools"] = tools
         if agent.temperature is not None:
             body["temperature"] = agent.temperature
         return body

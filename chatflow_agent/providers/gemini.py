@@ -62,6 +62,9 @@ class GeminiProvider(Provider):
             config["temperature"] = agent.temperature
         if agent.max_output_tokens is not None:
             config["maxOutputTokens"] = agent.max_output_tokens
+        if agent.output_schema is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseSchema"] = agent.output_schema.gemini
         if config:
             body["generationConfig"] = config
         return body

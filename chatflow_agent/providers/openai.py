@@ -53,6 +53,8 @@ class OpenAIProvider(Provider):
         body: dict[str, Any] = {"model": agent.model, "messages": wire}
         if agent.tools:
             body["tools"] = [t.to_openai_tool(strict=agent.strict_tools) for t in agent.tools]
+        if agent.output_schema is not None:
+            body["response_format"] = agent.output_schema.openai_response_format()
         if agent.temperature is not None:
             body["temperature"] = agent.temperature
         if agent.max_output_tokens is not None:

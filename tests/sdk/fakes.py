@@ -165,6 +165,10 @@ class ProviderFake:
         """A reply with no text and no calls, as a blocked or truncated one comes."""
         raise NotImplementedError
 
+    def final(self, value: Any) -> Reply:
+        """A structured final answer, as the provider's native mechanism returns it."""
+        return self.text(json.dumps(value))
+
     # requests
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
         raise NotImplementedError
@@ -340,6 +344,11 @@ class AnthropicFake(ProviderFake):
 
     def empty(self, reason: str) -> Reply:
         return self._reply([], reason)
+
+    def final(self, value: Any) -> Reply:
+        block = {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": "final_result",
+                 "input": value}  # fmt: skip
+        return self._reply([block], "tool_use")
 
     def answers_tools(self, request: Recorded) -> bool:
         content = request.body["messages"][-1]["content"]

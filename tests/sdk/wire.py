@@ -130,6 +130,10 @@ def check_gemini_request(body: dict[str, Any]) -> None:
     if "systemInstruction" in body:
         genai.Content.model_validate(body["systemInstruction"])
     if "generationConfig" in body:
-        genai.GenerationConfig.model_validate(body["generationConfig"])
+        config = body["generationConfig"]
+        genai.GenerationConfig.model_validate(config)
+        if "responseSchema" in config:
+            check_gemini_schema(config["responseSchema"], "generationConfig.responseSchema")
+            assert config.get("responseMimeType") == "application/json"
     unknown = set(body) - {"contents", "tools", "systemInstruction", "generationConfig"}
     assert not unknown, f"unexpected Gemini request fields: {unknown}"
