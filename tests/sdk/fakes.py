@@ -199,8 +199,10 @@ class GeminiFake(ProviderFake):
                 {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
             ],
             "usageMetadata": {
-                "promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15,
-            },  # fmt: skip
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
             "modelVersion": "gemini-2.5-flash",
         }
         genai.GenerateContentResponse.model_validate(body)
