@@ -165,3 +165,35 @@ def test_hooks_see_each_model_call_and_each_tool_call_in_order(
         "request:1", "response:tool_calls:15", "start:lookup:deps-1", "end:lookup:A ok",
         "request:3", "response:stop:15",
     ]  # fmt: skip
+
+
+def test_the_opentelemetry_hook_emits_gen_ai_spans_for_model_and_tool_calls(
+    fake_provider: ProviderFake,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from chatflow_agent.otel import OpenTelemetryHooks
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fake_provider.server.script(
+        fake_provider.calls(("lookup", {"code": "A"})), fake_provider.text("done")
+    )
+    agent = Agent("a", tools=[lookup], model=fake_provider.model)
+    Runner(agent, hooks=OpenTelemetryHooks(provider)).run("s-1", "go")
+    spans = exporter.get_finished_spans()
+    model = fake_provider.model
+    assert [s.name for s in spans] == [f"chat {model}", "execute_tool lookup", f"chat {model}"]
+    chat = spans[0].attributes or {}
+    assert chat["gen_ai.operation.name"] == "chat"
+    assert chat["gen_ai.request.model"] == model
+    assert chat["gen_ai.usage.input_tokens"] == 10 and chat["gen_ai.usage.output_tokens"] == 5
+    assert chat["gen_ai.conversation.id"] == "s-1"
+    assert tuple(chat["gen_ai.response.finish_reasons"]) == ("tool_calls",)  # type: ignore[arg-type]
+    tool_span = spans[1].attributes or {}
+    assert (tool_span["gen_ai.operation.name"], tool_span["gen_ai.tool.name"]) == (
+        "execute_tool", "lookup",
+    )  # fmt: skip
