@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,11 +14,12 @@ from ..errors import MaxTurnsExceeded, OutputValidationError
 from ..tools.execution import run_sync
 from .agent import Agent
 from .context import RunContext
+from .events import FinalEvent, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
 from .hooks import RunHooks
 from .memory import SessionStore
 from .messages import Message, ToolCall, ToolResult, UserMessage
 from .output import FINAL_RESULT_TOOL
-from .tool_calls import call_tool
+from .tool_calls import CallOutcome, call_tool
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -90,12 +93,52 @@ class Runner:
         hooks: RunHooks | None = None,
     ) -> RunResult:
         """Run one user turn to the model's final answer."""
+        return await self._run(session_id, user_message, context, hooks, None)
+
+    async def run_streamed(
+        self,
+        session_id: str,
+        user_message: str,
+        *,
+        context: Any = None,
+        hooks: RunHooks | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run one user turn, yielding events as they happen; the last is ``final``.
+
+        Model calls stream over the provider's server-sent events: ``text_delta``
+        events carry the text as it comes, ``tool_call`` and ``tool_result``
+        events frame each tool call. The stored history is the same as
+        ``run_async`` stores. Leaving the loop early cancels the run.
+        """
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        task = asyncio.create_task(
+            self._run(session_id, user_message, context, hooks, queue.put)
+        )
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            yield FinalEvent(await task)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _run(
+        self,
+        session_id: str,
+        user_message: str,
+        context: Any,
+        hooks: RunHooks | None,
+        emit: Callable[[StreamEvent], Awaitable[None]] | None,
+    ) -> RunResult:
         from ..providers.registry import provider_for_model
 
         agent = self.starting_agent
         provider = agent.provider or provider_for_model(agent.model)
         history = await self.session_store.load(session_id)
-        run = _Run(agent, provider, hooks or self.hooks, session_id, context)
+        run = _Run(agent, provider, hooks or self.hooks, session_id, context, emit)
         run.new.append(UserMessage(user_message))
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             try:
@@ -111,8 +154,15 @@ class _Run:
     """One run's state: the messages it adds and the result it builds."""
 
     def __init__(
-        self, agent: Agent, provider: Provider, hooks: RunHooks, session_id: str, deps: Any
+        self,
+        agent: Agent,
+        provider: Provider,
+        hooks: RunHooks,
+        session_id: str,
+        deps: Any,
+        emit: Callable[[StreamEvent], Awaitable[None]] | None = None,
     ) -> None:
+        self.emit = emit
         self.agent = agent
         self.provider = provider
         self.hooks = hooks
@@ -184,24 +234,36 @@ class _Run:
     async def ask(self, history: list[Message], client: httpx.AsyncClient) -> ModelReply:
         messages = [*history, *self.new]
         await self.hooks.on_model_request(self.context, self.agent, messages)
-        reply = await self.provider.complete(self.agent, messages, client)
+        if self.emit is None:
+            reply = await self.provider.complete(self.agent, messages, client)
+        else:
+            reply = await self.provider.stream(self.agent, messages, client, self._text)
         self.result.turns += 1
         self.result.usage.add(reply.usage)
         self.result.finish_reason = reply.finish_reason
         await self.hooks.on_model_response(self.context, self.agent, reply)
         return reply
 
+    async def _text(self, delta: str) -> None:
+        if self.emit is not None:
+            await self.emit(TextDelta(delta))
+
     async def run_tools(self, reply: ModelReply) -> None:
-        gemini = self.provider.gemini_dialect
-        outcomes = await asyncio.gather(
-            *(
-                call_tool(self.agent, call, gemini=gemini, context=self.context, hooks=self.hooks)
-                for call in reply.message.tool_calls
-            )
-        )
+        outcomes = await asyncio.gather(*(self._call(call) for call in reply.message.tool_calls))
         self.new.extend(outcome.result for outcome in outcomes)
         self.result.tool_calls_executed.extend(o.result.name for o in outcomes if o.ran)
         self.result.tool_results.extend(outcome.result for outcome in outcomes)
+
+    async def _call(self, call: ToolCall) -> CallOutcome:
+        if self.emit is not None:
+            await self.emit(ToolCallEvent(call))
+        gemini = self.provider.gemini_dialect
+        outcome = await call_tool(
+            self.agent, call, gemini=gemini, context=self.context, hooks=self.hooks
+        )
+        if self.emit is not None:
+            await self.emit(ToolResultEvent(outcome.result))
+        return outcome
 
 
 __all__ = ["RunResult", "Runner"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
 from ..core.output import FINAL_RESULT_TOOL
 from ..core.usage import Usage
+from .accumulate import AnthropicAccumulator
 from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
 
@@ -45,6 +46,9 @@ class AnthropicProvider(Provider):
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def accumulator(self) -> AnthropicAccumulator:
+        return AnthropicAccumulator()
 
     def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {

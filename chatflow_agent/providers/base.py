@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
@@ -15,6 +15,8 @@ import httpx
 from ..core.messages import AssistantMessage, Message
 from ..core.usage import Usage
 from ..errors import ProviderError, ProviderHTTPError, ProviderResponseError
+from .accumulate import Accumulator
+from .sse import iter_sse
 
 if TYPE_CHECKING:
     from ..core.agent import Agent
@@ -92,6 +94,72 @@ class Provider(ABC):
             return self.parse_reply(data)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ProviderResponseError(f"{self.name} sent a reply of unexpected shape") from exc
+
+    # ---------------------------------------------------------------- streaming
+
+    @abstractmethod
+    def accumulator(self) -> Accumulator: ...
+
+    def stream_endpoint(self, agent: Agent) -> str:
+        return self.endpoint(agent)
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True}
+
+    async def stream(
+        self,
+        agent: Agent,
+        messages: Sequence[Message],
+        client: httpx.AsyncClient,
+        on_text: Callable[[str], Awaitable[None]],
+    ) -> ModelReply:
+        """Like ``complete``, over server-sent events; ``on_text`` gets each text piece."""
+        body = self.stream_body(self.request_body(agent, messages))
+        url = self.stream_endpoint(agent)
+        headers = {"content-type": "application/json", **self.headers()}
+        accumulator = self.accumulator()
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                async with client.stream("POST", url, json=body, headers=headers) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        if response.status_code not in _RETRY_STATUSES or last:
+                            raise self._http_error(response)
+                        retry_after = response.headers.get("retry-after")
+                    else:
+                        await self._read_events(response, accumulator, on_text)
+                        break
+            except httpx.HTTPError as exc:
+                if last:
+                    raise ProviderError(
+                        f"{self.name} could not be reached: {self._scrub(_describe(exc))}"
+                    ) from None
+                retry_after = None
+            await asyncio.sleep(self._delay(attempt, retry_after))
+        try:
+            return self.parse_reply(accumulator.result())
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            raise ProviderResponseError(f"{self.name} streamed a reply of unexpected shape") from exc
+
+    async def _read_events(
+        self,
+        response: httpx.Response,
+        accumulator: Accumulator,
+        on_text: Callable[[str], Awaitable[None]],
+    ) -> None:
+        async for event in iter_sse(response):
+            if event.data.strip() == "[DONE]":
+                break
+            try:
+                data = json.loads(event.data)
+                text = accumulator.feed(event.event, data)
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                raise ProviderResponseError(
+                    f"{self.name} streamed an event of unexpected shape"
+                ) from exc
+            if text:
+                await on_text(text)
 
     async def _post(self, client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Any:
         headers = {"content-type": "application/json", **self.headers()}

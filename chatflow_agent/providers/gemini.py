@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from ..core.usage import Usage
+from .accumulate import GeminiAccumulator
 from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
 
@@ -45,6 +46,15 @@ class GeminiProvider(Provider):
         root = self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/v1beta"
         model = agent.model.removeprefix("models/")
         return f"{root}/models/{model}:generateContent"
+
+    def stream_endpoint(self, agent: Agent) -> str:
+        return self.endpoint(agent).replace(":generateContent", ":streamGenerateContent?alt=sse")
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # the endpoint, not the body, asks Gemini to stream
+
+    def accumulator(self) -> GeminiAccumulator:
+        return GeminiAccumulator()
 
     def headers(self) -> dict[str, str]:
         # The key goes in a header, never the query string, so URLs are safe to log.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
 from ..core.usage import Usage
+from .accumulate import OpenAIAccumulator
 from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
 
@@ -44,6 +45,12 @@ class OpenAIProvider(Provider):
 
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"}
+
+    def accumulator(self) -> OpenAIAccumulator:
+        return OpenAIAccumulator()
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
     def request_body(self, agent: Agent, messages: Sequence[Message]) -> dict[str, Any]:
         wire: list[dict[str, Any]] = []

@@ -45,8 +45,10 @@ Scripted = Reply | Callable[[Recorded], Reply]
 
 
 class FakeModelServer:
-    def __init__(self, check: Callable[[Recorded], None]) -> None:
+    def __init__(self, check: Callable[[Recorded], None], family: str = "") -> None:
         self._check = check
+        # Which provider's server-sent events to answer a streaming request with.
+        self.family = family
         self._script: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -77,6 +79,11 @@ class FakeModelServer:
         with self._lock:
             self._script.extend(replies)
 
+    def _stream_wanted(self, request: Recorded) -> bool:
+        from tests.sdk.fake_streams import STREAMS
+
+        return STREAMS[self.family][0](request)
+
     def _answer(self, request: Recorded) -> Reply:
         with self._lock:
             self.requests.append(request)
@@ -106,7 +113,11 @@ class FakeModelServer:
                     fake.failures.append(f"body is not valid JSON: {exc}")
                     reply = Reply({"error": {"message": f"invalid JSON: {exc}"}}, 400)
                 else:
-                    reply = fake._answer(Recorded("POST", self.path, headers, body))
+                    recorded = Recorded("POST", self.path, headers, body)
+                    reply = fake._answer(recorded)
+                    if reply.status < 400 and fake.family and fake._stream_wanted(recorded):
+                        self._send_events(reply)
+                        return
                 payload = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
@@ -115,6 +126,19 @@ class FakeModelServer:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _send_events(self, reply: Reply) -> None:
+                from tests.sdk.fake_streams import STREAMS
+
+                self.send_response(reply.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                for event, data in STREAMS[fake.family][1](reply.body):
+                    head = f"event: {event}\n" if event else ""
+                    self.wfile.write(f"{head}data: {data}\n\n".encode())
+                    self.wfile.flush()
+                self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -187,7 +211,10 @@ class GeminiFake(ProviderFake):
 
     @staticmethod
     def check(request: Recorded) -> None:
-        assert request.path == "/v1beta/models/gemini-2.5-flash:generateContent", request.path
+        assert request.path in (
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        ), request.path
         assert request.headers.get("x-goog-api-key") == FAKE_KEY
         assert "key=" not in request.path
         wire.check_gemini_request(request.body)
@@ -378,4 +405,4 @@ FAKES: dict[str, type[ProviderFake]] = {
 
 def start_fake(family: str) -> ProviderFake:
     kind = FAKES[family]
-    return kind(FakeModelServer(kind.check).start())  # type: ignore[attr-defined]
+    return kind(FakeModelServer(kind.check, family).start())  # type: ignore[attr-defined]

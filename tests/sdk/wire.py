@@ -41,9 +41,15 @@ def _forbidding(name: str, typed_dict: Any) -> Any:
 _OPENAI_REQUEST = _forbidding(
     "OpenAIRequest", openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
 )
+_OPENAI_STREAM_REQUEST = _forbidding(
+    "OpenAIStreamRequest", openai.types.chat.completion_create_params.CompletionCreateParamsStreaming
+)
 _OPENAI_TOOL = _forbidding("OpenAITool", openai.types.chat.ChatCompletionFunctionToolParam)
 _ANTHROPIC_REQUEST = _forbidding(
     "AnthropicRequest", anthropic.types.message_create_params.MessageCreateParamsNonStreaming
+)
+_ANTHROPIC_STREAM_REQUEST = _forbidding(
+    "AnthropicStreamRequest", anthropic.types.message_create_params.MessageCreateParamsStreaming
 )
 _ANTHROPIC_TOOL = _forbidding("AnthropicTool", anthropic.types.ToolParam)
 
@@ -60,7 +66,8 @@ def _drain(value: Any) -> Any:
 
 
 def check_openai_request(body: dict[str, Any]) -> None:
-    _drain(_OPENAI_REQUEST.model_validate({"body": body}).body)
+    model = _OPENAI_STREAM_REQUEST if body.get("stream") else _OPENAI_REQUEST
+    _drain(model.model_validate({"body": body}).body)
     for index, message in enumerate(body["messages"]):
         if message["role"] == "assistant":
             assert message.get("content") or message.get("tool_calls"), (
@@ -76,7 +83,8 @@ def check_openai_tool(tool: dict[str, Any]) -> None:
 
 
 def check_anthropic_request(body: dict[str, Any]) -> None:
-    _drain(_ANTHROPIC_REQUEST.model_validate({"body": body}).body)
+    model = _ANTHROPIC_STREAM_REQUEST if body.get("stream") else _ANTHROPIC_REQUEST
+    _drain(model.model_validate({"body": body}).body)
     for index, message in enumerate(body["messages"]):
         content = message["content"]
         assert content, f"messages[{index}]: Anthropic refuses empty content"
