@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ToolSchemaError
@@ -34,6 +34,13 @@ class AgentTool(Protocol):
     async def execute_async(self, **kwargs: Any) -> Any: ...
 
 
+@runtime_checkable
+class Toolset(Protocol):
+    """Several tools from one source (an MCP server); the Agent declares each of them."""
+
+    def agent_tools(self) -> Sequence[AgentTool]: ...
+
+
 class Agent:
     """Instructions, tools and a model; the model name picks the provider.
 
@@ -45,7 +52,7 @@ class Agent:
         self,
         name: str,
         instructions: str = "",
-        tools: Iterable[AgentTool | Callable[..., Any]] = (),
+        tools: Iterable[AgentTool | Toolset | Callable[..., Any]] = (),
         model: str = "gemini-2.5-flash",
         *,
         provider: Provider | None = None,
@@ -72,9 +79,10 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         # Seconds a tool call may take unless the tool sets its own (@tool(timeout=...)).
         self.tool_timeout = tool_timeout
-        self.tools: tuple[AgentTool, ...] = tuple(
-            t if isinstance(t, AgentTool) else Tool(t) for t in tools
-        )
+        tools = tuple(tools)
+        # Toolsets with a run_scope (MCP servers) keep one connection open per run.
+        self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
+        self.tools: tuple[AgentTool, ...] = _expand(tools)
         self._by_name = self._index_tools()
         # The type of RunResult.output, asked of the model in its provider's own way.
         self.output_type = output_type
@@ -113,3 +121,15 @@ class Agent:
     def __repr__(self) -> str:
         names = [t.name for t in self.tools]
         return f"Agent(name={self.name!r}, model={self.model!r}, tools={names!r})"
+
+
+def _expand(tools: Iterable[AgentTool | Toolset | Callable[..., Any]]) -> tuple[AgentTool, ...]:
+    expanded: list[AgentTool] = []
+    for item in tools:
+        if isinstance(item, Toolset):
+            expanded.extend(item.agent_tools())
+        elif isinstance(item, AgentTool):
+            expanded.append(item)
+        else:
+            expanded.append(Tool(item))
+    return tuple(expanded)

@@ -140,7 +140,12 @@ class Runner:
         history = await self.session_store.load(session_id)
         run = _Run(agent, provider, hooks or self.hooks, session_id, context, emit)
         run.new.append(UserMessage(user_message))
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        async with contextlib.AsyncExitStack() as scopes:
+            for toolset in agent.toolsets:
+                scope = getattr(toolset, "run_scope", None)
+                if scope is not None:
+                    await scopes.enter_async_context(scope())
+            client = await scopes.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
             try:
                 await run.loop(history, client)
             except (MaxTurnsExceeded, OutputValidationError):
