@@ -35,8 +35,10 @@ def _script(name: str, fake: ProviderFake) -> list[Reply]:
         "timeout": [fake.calls(("slow_search", {"query": "2019 invoice"})), fake.text("Sorry.")],
         "streaming": [fake.text("Hi there!")],
         "hooks": [fake.text("Hello.")],
-        "mcp": [fake.calls(("check_stock", {"sku": "SKU-1", "warehouse": "west"})),
-                fake.text("7 units.")],  # fmt: skip
+        "mcp": [
+            fake.calls(("check_stock", {"sku": "SKU-1", "warehouse": "west"})),
+            fake.text("7 units."),
+        ],
     }.get(name, [])
 
 
