@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,32 @@ def test_inside_async_with_the_calls_share_one_session(openai_fake: ProviderFake
             return [r.content for r in result.tool_results]
 
     assert asyncio.run(scenario()) == ["A: 7 units in east", "B: 7 units in east"]
+
+
+async def test_a_streamable_http_server_is_a_toolset_and_gets_the_headers(
+    openai_fake: ProviderFake,
+) -> None:
+    from chatflow_agent.mcp import MCPServerStreamableHTTP
+    from tests.httpserver import serve_asgi
+    from tests.sdk.mcp_inventory_server import server as inventory_app
+
+    seen: list[str] = []
+    app = inventory_app.streamable_http_app()
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]).get(b"authorization", b"").decode())
+        await app(scope, receive, send)
+
+    async with serve_asgi(recording) as base:
+        remote = MCPServerStreamableHTTP(
+            f"{base}/mcp", headers={"authorization": "Bearer k-1"}, timeout=20
+        )
+        await remote.load_tools()  # in async code, list the tools before building the Agent
+        openai_fake.server.script(
+            openai_fake.calls(("check_stock", {"sku": "H"})), openai_fake.text("ok")
+        )
+        agent = Agent("stock", tools=[remote], model=openai_fake.model)
+        result = await Runner(agent).run_async(session_id="s", user_message="H?")
+    assert result.tool_results[0].content == "H: 7 units in east"
+    assert seen and set(seen) == {"Bearer k-1"}
