@@ -13,7 +13,7 @@ import pytest
 from chatflow_agent import Agent, Runner, tool
 from chatflow_agent.core.memory import SessionStore
 from chatflow_agent.tools import configure_tool_threads
-from tests.sdk.fakes import ProviderFake, Recorded, Reply
+from tests.sdk.fakes import FAKE_KEY, ProviderFake, Recorded, Reply
 from tests.sdk.provider_fixtures import serve_fake
 
 EMPTY_REPLIES = [
@@ -201,3 +201,34 @@ def test_malformed_openai_arguments_are_echoed_back_exactly_as_sent(
     assert result.tool_results[0].is_error and result.tool_calls_executed == []
     sent = openai_fake.server.requests[1].body["messages"][-2]["tool_calls"][0]["function"]
     assert sent["arguments"] == '{"code": A'
+
+
+def test_the_fakes_refuse_non_finite_numbers(fake_provider: ProviderFake) -> None:
+    import httpx
+
+    response = httpx.post(
+        f"{fake_provider.server.url}/anything",
+        content=b'{"value": NaN}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400 and "NaN" in response.text
+    assert fake_provider.server.failures
+    fake_provider.server.failures.clear()
+
+
+def test_the_fake_gemini_refuses_additional_properties_in_a_declaration(
+    gemini_fake: ProviderFake,
+) -> None:
+    import httpx
+
+    declaration = {"name": "f", "parameters": {"type": "OBJECT", "properties": {
+        "m": {"type": "OBJECT", "additionalProperties": {"type": "NUMBER"}}}}}  # fmt: skip
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [declaration]}]}  # fmt: skip
+    response = httpx.post(
+        f"{gemini_fake.server.url}/v1beta/models/gemini-2.5-flash:generateContent",
+        json=body,
+        headers={"x-goog-api-key": FAKE_KEY},
+    )
+    assert response.status_code == 400 and "additionalProperties" in response.text
+    gemini_fake.server.failures.clear()
