@@ -95,3 +95,16 @@ def test_a_non_object_output_type_is_wrapped_in_a_result_key(openai_fake: Provid
     openai_fake.server.script(openai_fake.final({"result": ["a", "b"]}))
     agent = Agent("c", model=openai_fake.model, output_type=list[str])
     assert Runner(agent).run(session_id="s", user_message="?").output == ["a", "b"]
+
+
+def test_a_streamed_run_gives_the_same_validated_output(fake_provider: ProviderFake) -> None:
+    fake_provider.server.script(fake_provider.final({"label": "ham", "score": 0.2}))
+    runner = Runner(Agent("c", model=fake_provider.model, output_type=Verdict))
+
+    async def last_event() -> object:
+        events = [e async for e in runner.run_streamed(session_id="s", user_message="hello")]
+        return events[-1]
+
+    final = asyncio.run(last_event())
+    assert final.type == "final"  # type: ignore[attr-defined]
+    assert final.result.output == Verdict(label="ham", score=0.2)  # type: ignore[attr-defined]
