@@ -2,7 +2,9 @@
 
 One type walk gives the schema every dialect renders (as for tool parameters):
 OpenAI gets ``response_format`` ``json_schema`` (strict when strict mode can say
-it), Gemini ``responseSchema``, Anthropic a forced ``final_result`` tool. A type
+it), Gemini ``responseSchema`` (a required ``final_result`` function when the
+agent has tools: Gemini takes no response schema with function calling),
+Anthropic a forced ``final_result`` tool. A type
 that is not an object is wrapped as ``{"result": ...}``, since all three want an
 object at the root.
 """
@@ -53,6 +55,13 @@ class OutputSchema:
             "name": FINAL_RESULT_TOOL,
             "description": f"Give the final answer as a {self.name}; call this exactly once.",
             "input_schema": self.json,
+        }
+
+    def gemini_function(self) -> dict[str, Any]:
+        return {
+            "name": FINAL_RESULT_TOOL,
+            "description": f"Give the final answer as a {self.name}; call this exactly once.",
+            "parameters": self.gemini,
         }
 
     def openai_response_format(self) -> dict[str, Any]:

@@ -64,17 +64,23 @@ class GeminiProvider(Provider):
         body: dict[str, Any] = {"contents": _contents(messages)}
         if agent.instructions:
             body["systemInstruction"] = {"parts": [{"text": agent.instructions}]}
+        output = agent.output_schema
         if agent.tools:
             declarations = [t.to_gemini_declaration() for t in agent.tools]
+            if output is not None:
+                # Gemini refuses a JSON response schema together with function calling:
+                # with tools, the answer is a final_result call, and some call is required.
+                declarations.append(output.gemini_function())
+                body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
             body["tools"] = [{"functionDeclarations": declarations}]
         config: dict[str, Any] = {}
         if agent.temperature is not None:
             config["temperature"] = agent.temperature
         if agent.max_output_tokens is not None:
             config["maxOutputTokens"] = agent.max_output_tokens
-        if agent.output_schema is not None:
+        if output is not None and not agent.tools:
             config["responseMimeType"] = "application/json"
-            config["responseSchema"] = agent.output_schema.gemini
+            config["responseSchema"] = output.gemini
         if config:
             body["generationConfig"] = config
         return body

@@ -189,7 +189,7 @@ class ProviderFake:
         """A reply with no text and no calls, as a blocked or truncated one comes."""
         raise NotImplementedError
 
-    def final(self, value: Any) -> Reply:
+    def final(self, value: Any) -> Scripted:
         """A structured final answer, as the provider's native mechanism returns it."""
         return self.text(json.dumps(value))
 
@@ -254,6 +254,15 @@ class GeminiFake(ProviderFake):
 
     def answers_tools(self, request: Recorded) -> bool:
         return any("functionResponse" in p for p in request.body["contents"][-1]["parts"])
+
+    def final(self, value: Any) -> Scripted:  # type: ignore[override]
+        # With tools, the agent asks for a final_result call; without, for a JSON text.
+        def answer(request: Recorded) -> Reply:
+            if "final_result" in self.declared_tools(request):
+                return self.calls(("final_result", value))
+            return self.text(json.dumps(value))
+
+        return answer
 
     def tool_results(self, request: Recorded) -> list[ToolResultSeen]:
         last = request.body["contents"][-1]

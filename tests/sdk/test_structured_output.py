@@ -59,8 +59,14 @@ def test_tools_still_run_before_the_structured_answer(fake_provider: ProviderFak
     result = Runner(agent).run(session_id="s", user_message="mail from a@b.c")
     assert result.tool_calls_executed == ["sender_reputation"]
     assert result.output == Verdict(label="spam", score=1.0, tags=["reputation"])
+    first = fake_provider.server.requests[0].body
     if fake_provider.family == "anthropic":
-        assert fake_provider.server.requests[0].body["tool_choice"] == {"type": "any"}
+        assert first["tool_choice"] == {"type": "any"}
+    if fake_provider.family == "gemini":
+        assert first["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+        assert "responseSchema" not in first.get("generationConfig", {})
+        declared = fake_provider.declared_tools(fake_provider.server.requests[0])
+        assert declared == ["sender_reputation", "final_result"]
 
 
 def test_an_invalid_answer_is_fed_back_once_then_accepted(fake_provider: ProviderFake) -> None:

@@ -143,5 +143,11 @@ def check_gemini_request(body: dict[str, Any]) -> None:
         if "responseSchema" in config:
             check_gemini_schema(config["responseSchema"], "generationConfig.responseSchema")
             assert config.get("responseMimeType") == "application/json"
-    unknown = set(body) - {"contents", "tools", "systemInstruction", "generationConfig"}
+    if "toolConfig" in body:
+        genai.ToolConfig.model_validate(body["toolConfig"])
+    json_reply = (body.get("generationConfig") or {}).get("responseMimeType") == "application/json"
+    assert not (json_reply and body.get("tools")), (
+        "Gemini refuses a JSON response type together with function calling"
+    )
+    unknown = set(body) - {"contents", "tools", "toolConfig", "systemInstruction", "generationConfig"}
     assert not unknown, f"unexpected Gemini request fields: {unknown}"
