@@ -23,8 +23,8 @@ from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import Client
 from chatflow.runtime.registry.state import workspace_of
 from chatflow_agent.core.agent import AgentTool
-from chatflow_agent.errors import ToolExecutionError
-from chatflow_agent.runtime_tools import RuntimeConnection, RuntimeTools
+from chatflow_agent.errors import ToolExecutionError, ToolSchemaError
+from chatflow_agent.runtime_tools import RuntimeConnection, RuntimeTools, RuntimeToolsError
 
 logger = logging.getLogger("chatflow.mcp")
 _CALLER_ROLES = frozenset({"admin", "editor"})
@@ -51,8 +51,17 @@ async def workspace_tools(connection: RuntimeConnection, workspace: str) -> Runt
                                view["nativeName"])
         elif view.get("publishedToolId") and _enabled_for_ai(view):
             published.append(str(view["publishedToolId"]))
-    return await RuntimeTools.load(connection, published_tool_ids=sorted(published),
-                                   native_names=sorted(natives))
+    tools: list[AgentTool] = []
+    for published_id in sorted(published):
+        try:
+            loaded = await RuntimeTools.load(connection, published_tool_ids=[published_id])
+        except (RuntimeToolsError, ToolSchemaError) as exc:
+            # One tool no provider could call must not take the workspace's others down.
+            logger.warning("published tool %s left out: %s", published_id, exc)
+            continue
+        tools.extend(loaded)
+    natives_loaded = await RuntimeTools.load(connection, native_names=sorted(natives))
+    return RuntimeTools([*tools, *natives_loaded], connection)
 
 
 def _enabled_for_ai(view: dict[str, Any]) -> bool:

@@ -35,7 +35,7 @@ from tests.httpserver import serve_asgi
 
 @pytest.fixture
 async def published(harness: Harness) -> AsyncIterator[Harness]:
-    """Two published AI tools, one draft, a native tool with a worker serving it."""
+    """Two published AI tools, one no provider accepts, a draft, a served native tool."""
     worker = Worker(harness.settings, harness.url,
                     native_tools=load_native_tools(["tests.bridge.native_tools"]))
     await worker.start()
@@ -43,8 +43,10 @@ async def published(harness: Harness) -> AsyncIterator[Harness]:
     registry = Registry(harness.client, harness.keys, SecretBox(None))
     await registry.start()
     ops = ToolOps(registry)
+    bad_slug = {**ORDER_STATUS, "slug": "9lives"}  # the registry takes it, Gemini does not
     for tool_id, definition, description in (("t-order", ORDER_STATUS, "Finds orders."),
-                                             ("t-track", TRACK_PARCEL, "Tracking text.")):
+                                             ("t-track", TRACK_PARCEL, "Tracking text."),
+                                             ("t-bad", bad_slug, "Bad name.")):
         await ops.create(ToolCreate(id=tool_id, name=tool_id, description=description,
                                     definition=definition))
         await ops.publish(tool_id)
