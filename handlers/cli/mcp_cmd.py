@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
 from chatflow.runtime.errors import ConfigurationError
 
@@ -25,26 +26,43 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    # Imported here: the MCP SDK is an optional extra, and other commands must not need it.
-    from chatflow.handlers.mcp_server import mcp_server, require_workspace_key, workspace_tools
-    from chatflow_agent.runtime_tools import RuntimeConnection
-
-    settings = settings_from(args)
-    connection = RuntimeConnection(require_url(settings), prefix=settings.prefix)
-    tools = await workspace_tools(connection, args.workspace)
-    server = mcp_server(tools, args.workspace)
     if args.http is None:
         from mcp.server.stdio import stdio_server
 
+        server = await _server(args)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
         return
     import uvicorn
 
-    host, _, port = str(args.http).rpartition(":")
+    host, port = http_address(args.http)
+    app = await http_app(args)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None)).serve()
+
+
+def http_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
-        raise ConfigurationError(f"--http {args.http}: expected HOST:PORT")
-    client, keys = client_for(settings)
-    app = require_workspace_key(server.streamable_http_app(host=host), client, keys,
-                                args.workspace)
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=int(port), log_config=None)).serve()
+        raise ConfigurationError(f"--http {text}: expected HOST:PORT, such as 127.0.0.1:8765")
+    return host, int(port)
+
+
+async def http_app(args: argparse.Namespace) -> Any:
+    """The streamable-HTTP app at ``/mcp``, behind the workspace's API-key check."""
+    from chatflow.handlers.mcp_server import require_workspace_key
+
+    host, _ = http_address(args.http)
+    client, keys = client_for(settings_from(args))
+    server = await _server(args)
+    return require_workspace_key(server.streamable_http_app(host=host), client, keys,
+                                 args.workspace)
+
+
+async def _server(args: argparse.Namespace) -> Any:
+    # Imported here: the MCP SDK is an optional extra, and other commands must not need it.
+    from chatflow.handlers.mcp_server import mcp_server, workspace_tools
+    from chatflow_agent.runtime_tools import RuntimeConnection
+
+    settings = settings_from(args)
+    connection = RuntimeConnection(require_url(settings), prefix=settings.prefix)
+    return mcp_server(await workspace_tools(connection, args.workspace), args.workspace)

@@ -6,7 +6,6 @@ streamable HTTP is the same server app behind its API-key check.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -20,14 +19,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chatflow.handlers.apikeys import create_api_key
-from chatflow.handlers.mcp_server import mcp_server, require_workspace_key, workspace_tools
 from chatflow.handlers.native import load_native_tools
 from chatflow.handlers.registry.crypto import SecretBox
 from chatflow.handlers.registry.models import ToolCreate
 from chatflow.handlers.registry.registry import Registry
 from chatflow.handlers.registry.tools import ToolOps
 from chatflow.handlers.worker import Worker
-from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.bridge.test_agent_runtime_tools import ORDER_STATUS, TRACK_PARCEL
 from tests.harness import Harness
 from tests.httpserver import serve_asgi
@@ -95,21 +92,25 @@ async def test_chatflow_mcp_over_stdio_serves_the_workspace_tools(published: Har
     _check(seen)
 
 
-async def _http_app(harness: Harness) -> Any:
-    connection = RuntimeConnection(harness.url, prefix=harness.keys.prefix)
-    server = mcp_server(await workspace_tools(connection, "default"), "default")
-    return require_workspace_key(server.streamable_http_app(), harness.client, harness.keys,
-                                 "default")
+async def _http_app(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The app `chatflow mcp --http` serves, built by the command's own code."""
+    from chatflow.handlers.cli.main import build_parser
+    from chatflow.handlers.cli.mcp_cmd import http_app
+
+    monkeypatch.setenv("CHATFLOW_PREFIX", harness.keys.prefix)
+    args = build_parser().parse_args(["mcp", "--workspace", "default", "--redis-url", harness.url,
+                                      "--http", "127.0.0.1:0"])
+    return await http_app(args)
 
 
 async def test_chatflow_mcp_over_http_needs_an_editor_key_of_the_workspace(
-    published: Harness,
+    published: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, editor = await create_api_key(published.client, published.keys, workspace="default",
                                      role="editor")
     _, viewer = await create_api_key(published.client, published.keys, workspace="default",
                                      role="viewer")
-    async with serve_asgi(await _http_app(published)) as base:
+    async with serve_asgi(await _http_app(published, monkeypatch)) as base:
         async with httpx.AsyncClient() as plain:
             missing = await plain.post(f"{base}/mcp", json={})
             assert missing.status_code == 401 and missing.json()["error"] == "unauthorized"
@@ -129,9 +130,10 @@ async def test_chatflow_mcp_over_http_needs_an_editor_key_of_the_workspace(
     _check(seen)
 
 
-def test_the_cli_knows_the_mcp_command() -> None:
-    from chatflow.handlers.cli.main import build_parser
+def test_a_malformed_http_address_is_a_clear_error() -> None:
+    from chatflow.handlers.cli.mcp_cmd import http_address
+    from chatflow.runtime.errors import ConfigurationError
 
-    args = build_parser().parse_args(["mcp", "--workspace", "w1", "--http", "127.0.0.1:9000"])
-    assert isinstance(args, argparse.Namespace)
-    assert (args.workspace, args.http) == ("w1", "127.0.0.1:9000")
+    assert http_address("127.0.0.1:9000") == ("127.0.0.1", 9000)
+    with pytest.raises(ConfigurationError, match="expected HOST:PORT"):
+        http_address("9000")
