@@ -64,6 +64,8 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         if isinstance(func, classmethod | staticmethod):
             kind = "classmethod" if isinstance(func, classmethod) else "staticmethod"
             inner = func.__func__
+        elif _first_parameter(func) == "cls" and _in_class_body(func):
+            kind = "classmethod"  # @classmethod above @tool: the class comes through __get__
         functools.update_wrapper(self, inner)
         self.func: Callable[..., Any] = inner
         self._call: Callable[..., Any] = inner
@@ -108,7 +110,9 @@ class Tool(ProviderDeclarations, Generic[P, R]):
 
     def __get__(self, instance: object, owner: type | None = None) -> Tool[P, R]:
         if self._kind == "classmethod":
-            target = owner if owner is not None else type(instance)
+            # classmethod(tool) hands the class over as the instance (Python 3.11, 3.12).
+            chained = isinstance(instance, type) and owner is type(instance)
+            target = instance if chained else owner if owner is not None else type(instance)
             return self._bind_to(types.MethodType(self.func, target))
         if self._kind == "method" and instance is not None:
             return self._bind_to(types.MethodType(self.func, instance))
@@ -233,6 +237,19 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         kind = type(exc).__name__
         message = f"tool {self.name!r} raised {kind}" + (f": {detail}" if detail else "")
         return ToolExecutionError(message, tool_name=self.name)
+
+
+def _first_parameter(func: Callable[..., Any]) -> str | None:
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    return parameters[0].name if parameters else None
+
+
+def _in_class_body(func: Callable[..., Any]) -> bool:
+    parts = str(getattr(func, "__qualname__", "")).split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
 
 
 def _loop_running() -> bool:

@@ -38,6 +38,18 @@ class Svc:
         """Add two numbers."""
         return a + b
 
+    @classmethod
+    @tool
+    def label(cls, text: str) -> str:
+        """Label a text with the class (classmethod above @tool)."""
+        return f"{cls.__name__}/{text}"
+
+    @staticmethod
+    @tool
+    def sub(a: int, b: int) -> int:
+        """Subtract (staticmethod above @tool)."""
+        return a - b
+
 
 def test_a_method_tool_leaves_self_out_and_runs_bound_to_its_instance() -> None:
     svc = Svc(3)
@@ -53,6 +65,13 @@ def test_classmethod_and_staticmethod_tools_work_from_class_and_instance() -> No
     assert list(Svc.kind.to_openai_parameters()["properties"]) == ["label"]
     assert Svc.add.execute(a=1, b=2) == 3 == Svc(1).add.execute(a=1, b=2)
     assert list(Svc.add.to_openai_parameters()["properties"]) == ["a", "b"]
+
+
+def test_classmethod_and_staticmethod_above_the_decorator_work_too() -> None:
+    assert Svc.label.execute(text="x") == "Svc/x" == Svc(1).label.execute(text="x")
+    assert list(Svc.label.to_openai_parameters()["properties"]) == ["text"]
+    assert Svc.sub.execute(a=3, b=1) == 2 == Svc(1).sub.execute(a=3, b=1)
+    assert list(Svc.sub.to_gemini_declaration()["parameters"]["properties"]) == ["a", "b"]
 
 
 def test_a_method_read_from_its_class_cannot_run_and_an_agent_refuses_it() -> None:
