@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..errors import ToolSchemaError
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
-from .output import OutputSchema
+from .output import FINAL_RESULT_TOOL, OutputSchema
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
@@ -89,6 +89,11 @@ class Agent:
         self.output_schema = (
             OutputSchema(output_type, owner=name) if output_type is not None else None
         )
+        if self.output_schema is not None and FINAL_RESULT_TOOL in self._by_name:
+            raise ToolSchemaError(
+                f"agent {name!r}: a tool named {FINAL_RESULT_TOOL!r} clashes with output_type, "
+                "which uses that name for the final answer"
+            )
         if provider is None:
             provider_family(model)  # an unknown model name fails here, not mid-run
         if strict_tools:

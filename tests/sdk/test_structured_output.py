@@ -114,3 +114,15 @@ def test_a_streamed_run_gives_the_same_validated_output(fake_provider: ProviderF
     final = asyncio.run(last_event())
     assert final.type == "final"  # type: ignore[attr-defined]
     assert final.result.output == Verdict(label="ham", score=0.2)  # type: ignore[attr-defined]
+
+
+def test_a_tool_named_final_result_clashes_with_an_output_type() -> None:
+    from chatflow_agent import ToolSchemaError
+
+    @tool
+    def final_result(text: str) -> str:
+        """Mine."""
+        return text
+
+    with pytest.raises(ToolSchemaError, match="clashes with output_type"):
+        Agent("c", tools=[final_result], output_type=Verdict)
