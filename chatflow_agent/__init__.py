@@ -1,9 +1,12 @@
 """chatflow_agent: typed tools for AI agents, and the agents and runner that call them."""
 
 from .core.agent import Agent
+from .core.context import RunContext
+from .core.hooks import RunHooks
 from .core.messages import ToolCall, ToolResult
 from .core.runner import Runner, RunResult
-from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
+from .core.usage import Usage
+from .errors import ChatflowAgentError, MaxTurnsExceeded, ToolExecutionError, ToolSchemaError
 from .tools import Tool, tool
 
 __version__ = "0.4.0"
@@ -11,6 +14,9 @@ __version__ = "0.4.0"
 __all__ = [
     "Agent",
     "ChatflowAgentError",
+    "MaxTurnsExceeded",
+    "RunContext",
+    "RunHooks",
     "RunResult",
     "Runner",
     "Tool",
@@ -18,6 +24,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolResult",
     "ToolSchemaError",
+    "Usage",
     "__version__",
     "tool",
 ]

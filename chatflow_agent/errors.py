@@ -53,6 +53,10 @@ class ProviderResponseError(ProviderError):
     """Raised when a provider's answer does not follow its documented wire format."""
 
 
+class OutputValidationError(ChatflowAgentError):
+    """Raised when a model's final reply does not fit the agent's output_type, even when retried."""
+
+
 class MaxTurnsExceeded(ChatflowAgentError):
     """Raised when a run needs more model turns than the agent's ``max_turns`` allows."""
 
@@ -60,6 +64,7 @@ class MaxTurnsExceeded(ChatflowAgentError):
 __all__ = [
     "ChatflowAgentError",
     "MaxTurnsExceeded",
+    "OutputValidationError",
     "ProviderConfigError",
     "ProviderError",
     "ProviderHTTPError",

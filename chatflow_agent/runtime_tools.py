@@ -34,7 +34,7 @@ from chatflow.schemas.keys import PublicKeys
 from chatflow.schemas.native import NativeCall, NativeResult
 from chatflow.schemas.wire import ExecuteToolCommand
 
-from .core.agent import AgentTool
+from .core.contracts import AgentTool
 from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
 from .runtime_client import Client, ResultTimeout, execute, last_id, make_client, wait_for
 from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec, native_spec

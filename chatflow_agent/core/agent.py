@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ToolSchemaError
-from ..providers.base import Provider
-from ..providers.registry import provider_family
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
 from .contracts import AgentTool
+from .output import FINAL_RESULT_TOOL, OutputSchema
+
+if TYPE_CHECKING:
+    from ..providers.base import Provider
+
+
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Several tools from one source (an MCP server); the Agent declares each of them."""
+
+    def agent_tools(self) -> Sequence[AgentTool]: ...
 
 
 class Agent:
@@ -24,7 +35,7 @@ class Agent:
         self,
         name: str,
         instructions: str = "",
-        tools: Iterable[AgentTool | Callable[..., Any]] = (),
+        tools: Iterable[AgentTool | Toolset | Callable[..., Any]] = (),
         model: str = "gemini-2.5-flash",
         *,
         provider: Provider | None = None,
@@ -32,9 +43,15 @@ class Agent:
         strict_tools: bool = False,
         temperature: float | None = None,
         max_output_tokens: int | None = None,
+        tool_timeout: float | None = None,
+        output_type: Any = None,
     ) -> None:
+        from ..providers.registry import provider_family
+
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
+        if tool_timeout is not None and tool_timeout <= 0:
+            raise ValueError("tool_timeout must be a positive number of seconds")
         self.name = name
         self.instructions = instructions
         self.model = model
@@ -43,10 +60,23 @@ class Agent:
         self.strict_tools = strict_tools
         self.temperature = temperature
         self.max_output_tokens = max_output_tokens
-        self.tools: tuple[AgentTool, ...] = tuple(
-            t if isinstance(t, AgentTool) else Tool(t) for t in tools
-        )
+        # Seconds a tool call may take unless the tool sets its own (@tool(timeout=...)).
+        self.tool_timeout = tool_timeout
+        tools = tuple(tools)
+        # Toolsets with a run_scope (MCP servers) keep one connection open per run.
+        self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
+        self.tools: tuple[AgentTool, ...] = _expand(tools)
         self._by_name = self._index_tools()
+        # The type of RunResult.output, asked of the model in its provider's own way.
+        self.output_type = output_type
+        self.output_schema = (
+            OutputSchema(output_type, owner=name) if output_type is not None else None
+        )
+        if self.output_schema is not None and FINAL_RESULT_TOOL in self._by_name:
+            raise ToolSchemaError(
+                f"agent {name!r}: a tool named {FINAL_RESULT_TOOL!r} clashes with output_type, "
+                "which uses that name for the final answer"
+            )
         if provider is None:
             provider_family(model)  # an unknown model name fails here, not mid-run
         if strict_tools:
@@ -61,6 +91,11 @@ class Agent:
             )
         by_name: dict[str, AgentTool] = {}
         for agent_tool in self.tools:
+            if isinstance(agent_tool, Tool) and agent_tool.is_unbound_method:
+                raise ToolSchemaError(
+                    f"agent {self.name!r}: tool {agent_tool.name!r} is a method read from "
+                    "its class; pass it from an instance (obj.method)"
+                )
             if agent_tool.name in by_name:
                 raise ToolSchemaError(
                     f"agent {self.name!r} has two tools named {agent_tool.name!r}"
@@ -76,4 +111,13 @@ class Agent:
         return f"Agent(name={self.name!r}, model={self.model!r}, tools={names!r})"
 
 
-__all__ = ["Agent", "AgentTool"]
+def _expand(tools: Iterable[AgentTool | Toolset | Callable[..., Any]]) -> tuple[AgentTool, ...]:
+    expanded: list[AgentTool] = []
+    for item in tools:
+        if isinstance(item, Toolset):
+            expanded.extend(item.agent_tools())
+        elif isinstance(item, AgentTool):
+            expanded.append(item)
+        else:
+            expanded.append(Tool(item))
+    return tuple(expanded)

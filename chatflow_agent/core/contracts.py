@@ -5,7 +5,10 @@ core/agent.py, so the import arrow runs one way only (agent -> providers)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .output import OutputSchema
 
 
 @runtime_checkable
@@ -48,3 +51,6 @@ class AgentConfig(Protocol):
 
     @property
     def max_output_tokens(self) -> int | None: ...
+
+    @property
+    def output_schema(self) -> OutputSchema | None: ...

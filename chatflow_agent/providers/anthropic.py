@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
-from .base import Provider
+from ..core.output import FINAL_RESULT_TOOL
+from ..core.usage import Usage
+from .accumulate import AnthropicAccumulator
+from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
 
 if TYPE_CHECKING:
@@ -15,6 +18,14 @@ if TYPE_CHECKING:
 ANTHROPIC_VERSION = "2023-06-01"
 # The messages API requires max_tokens; this is used when the agent sets none.
 DEFAULT_MAX_TOKENS = 4096
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
 
 
 class AnthropicProvider(Provider):
@@ -36,6 +47,9 @@ class AnthropicProvider(Provider):
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
 
+    def accumulator(self) -> AnthropicAccumulator:
+        return AnthropicAccumulator()
+
     def request_body(self, agent: AgentConfig, messages: Sequence[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": agent.model,
@@ -44,21 +58,41 @@ class AnthropicProvider(Provider):
         }
         if agent.instructions:
             body["system"] = agent.instructions
-        if agent.tools:
-            body["tools"] = [t.to_anthropic_tool() for t in agent.tools]
+        tools = [t.to_anthropic_tool() for t in agent.tools]
+        if agent.output_schema is not None:
+            # The final answer is a forced tool call; with other tools, any tool will do.
+            tools.append(agent.output_schema.anthropic_tool())
+            body["tool_choice"] = (
+                {"type": "any"} if agent.tools else {"type": "tool", "name": FINAL_RESULT_TOOL}
+            )
+        if tools:
+            body["tools"] = tools
         if agent.temperature is not None:
             body["temperature"] = agent.temperature
         return body
 
-    def parse_reply(self, data: Any) -> AssistantMessage:
-        blocks: list[dict[str, Any]] = data["content"]
+    def parse_reply(self, data: Any) -> ModelReply:
+        # An empty text block is refused in a request, so it is not kept for replay.
+        blocks: list[dict[str, Any]] = [
+            b for b in data["content"] if not (b.get("type") == "text" and not b.get("text"))
+        ]
         texts = [b["text"] for b in blocks if b.get("type") == "text"]
         calls = tuple(
             ToolCall(b["id"], b["name"], b.get("input") or {})
             for b in blocks
             if b.get("type") == "tool_use"
         )
-        return AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=blocks)
+        message = AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=blocks)
+        finish = _FINISH.get(str(data.get("stop_reason")), "other")
+        return ModelReply(message, finish, anthropic_usage(data.get("usage") or {}))
+
+
+def anthropic_usage(usage: dict[str, Any]) -> Usage:
+    """Cached prompt tokens are input tokens too; Anthropic reports them apart."""
+    prompt = int(usage.get("input_tokens") or 0)
+    prompt += int(usage.get("cache_creation_input_tokens") or 0)
+    prompt += int(usage.get("cache_read_input_tokens") or 0)
+    return Usage.of_request(prompt, int(usage.get("output_tokens") or 0))
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -8,14 +8,25 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
-from ..errors import ProviderResponseError
-from .base import Provider
+from ..core.usage import Usage
+from .accumulate import GeminiAccumulator
+from .base import FinishReason, ModelReply, Provider
 from .config import api_key, base_url
 
 if TYPE_CHECKING:
     from ..core.contracts import AgentConfig
 
 _VERSIONED = re.compile(r"/v1(alpha|beta)?\d*$")
+_FINISH: dict[str, FinishReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+}
 
 
 class GeminiProvider(Provider):
@@ -36,6 +47,15 @@ class GeminiProvider(Provider):
         model = agent.model.removeprefix("models/")
         return f"{root}/models/{model}:generateContent"
 
+    def stream_endpoint(self, agent: AgentConfig) -> str:
+        return self.endpoint(agent).replace(":generateContent", ":streamGenerateContent?alt=sse")
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # the endpoint, not the body, asks Gemini to stream
+
+    def accumulator(self) -> GeminiAccumulator:
+        return GeminiAccumulator()
+
     def headers(self) -> dict[str, str]:
         # The key goes in a header, never the query string, so URLs are safe to log.
         return {"x-goog-api-key": self._api_key}
@@ -44,24 +64,36 @@ class GeminiProvider(Provider):
         body: dict[str, Any] = {"contents": _contents(messages)}
         if agent.instructions:
             body["systemInstruction"] = {"parts": [{"text": agent.instructions}]}
+        output = agent.output_schema
         if agent.tools:
             declarations = [t.to_gemini_declaration() for t in agent.tools]
+            if output is not None:
+                # Gemini refuses a JSON response schema together with function calling:
+                # with tools, the answer is a final_result call, and some call is required.
+                declarations.append(output.gemini_function())
+                body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
             body["tools"] = [{"functionDeclarations": declarations}]
         config: dict[str, Any] = {}
         if agent.temperature is not None:
             config["temperature"] = agent.temperature
         if agent.max_output_tokens is not None:
             config["maxOutputTokens"] = agent.max_output_tokens
+        if output is not None and not agent.tools:
+            config["responseMimeType"] = "application/json"
+            config["responseSchema"] = output.gemini
         if config:
             body["generationConfig"] = config
         return body
 
-    def parse_reply(self, data: Any) -> AssistantMessage:
+    def parse_reply(self, data: Any) -> ModelReply:
+        usage = gemini_usage(data.get("usageMetadata") or {})
         candidates = data.get("candidates") or []
         if not candidates:
-            reason = (data.get("promptFeedback") or {}).get("blockReason", "no candidates")
-            raise ProviderResponseError(f"gemini returned no answer ({reason})")
-        parts: list[dict[str, Any]] = (candidates[0].get("content") or {}).get("parts") or []
+            # The prompt itself was blocked: report it, there is no turn to keep.
+            empty = AssistantMessage(None, provider=self.name, raw=[])
+            return ModelReply(empty, "content_filter", usage)
+        candidate = candidates[0]
+        parts: list[dict[str, Any]] = (candidate.get("content") or {}).get("parts") or []
         texts = [p["text"] for p in parts if "text" in p and not p.get("thought")]
         calls = tuple(
             ToolCall(
@@ -72,7 +104,21 @@ class GeminiProvider(Provider):
             for p in parts
             if "functionCall" in p
         )
-        return AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=parts)
+        message = AssistantMessage("".join(texts) or None, calls, provider=self.name, raw=parts)
+        finish = _FINISH.get(str(candidate.get("finishReason") or "STOP"), "other")
+        if calls and finish == "stop":
+            finish = "tool_calls"
+        return ModelReply(message, finish, usage)
+
+
+def gemini_usage(metadata: dict[str, Any]) -> Usage:
+    """``usageMetadata``: thinking tokens are output the model was billed for."""
+    prompt = int(metadata.get("promptTokenCount") or 0)
+    prompt += int(metadata.get("toolUsePromptTokenCount") or 0)
+    output = int(metadata.get("candidatesTokenCount") or 0)
+    output += int(metadata.get("thoughtsTokenCount") or 0)
+    total = metadata.get("totalTokenCount")
+    return Usage.of_request(prompt, output, int(total) if total is not None else None)
 
 
 def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:

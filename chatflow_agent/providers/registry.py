@@ -9,7 +9,8 @@ from .base import Provider
 
 _FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gemini", re.compile(r"^(models/)?gemini-")),
-    ("openai", re.compile(r"^(gpt-|o\d)")),
+    # Fine-tuned models are named "ft:<base model>:<org>:<suffix>:<id>".
+    ("openai", re.compile(r"^(ft:)?(gpt-|chatgpt-|o\d)")),
     ("anthropic", re.compile(r"^claude-")),
 )
 
@@ -19,7 +20,8 @@ def provider_family(model: str) -> str:
         if pattern.match(model):
             return family
     raise ProviderConfigError(
-        f"no provider for model {model!r}: expected a gemini-*, gpt-*, o* or claude-* name, "
+        f"no provider for model {model!r}: expected a gemini-*, gpt-*, chatgpt-*, o*, ft:gpt-* or "
+        "claude-* name, "
         "or pass provider= to the Agent"
     )
 

@@ -1,7 +1,10 @@
 """Rendering the neutral schema tree in the three dialects providers speak.
 
-* Gemini: the OpenAPI subset of ``FunctionDeclaration.parameters``: UPPERCASE
-  types, ``nullable``, string-only enums, everything inlined.
+* Gemini: the OpenAPI subset of ``FunctionDeclaration.parameters`` that the
+  Gemini Developer API accepts: UPPERCASE types, ``nullable``, string-only enums,
+  everything inlined, and no ``additionalProperties``: a ``dict[str, T]`` is
+  declared as an ARRAY of ``{key, value}`` entries, turned back into a dict
+  when the arguments arrive (``tools.arguments.normalize``).
 * JSON Schema: lowercase types, ``{"type": "null"}`` in unions, no ``nullable``;
   OpenAI's ``parameters`` and Anthropic's ``input_schema``.
 * OpenAI strict: JSON Schema where every object is closed and lists all its
@@ -94,10 +97,21 @@ def _gemini_core(node: Node) -> Schema:
     if isinstance(node, MapNode):
         if isinstance(node.values, AnyNode):
             return {"type": "OBJECT"}
-        return {"type": "OBJECT", "additionalProperties": render_gemini(node.values)}
+        return {"type": "ARRAY", "items": gemini_map_entry(render_gemini(node.values))}
     if isinstance(node, UnionNode):
         return {"anyOf": [render_gemini(option) for option in node.options]}
     return {}
+
+
+def gemini_map_entry(value: Schema) -> Schema:
+    """One ``{key, value}`` entry of a mapping, as Gemini is told to send it."""
+    return {
+        "type": "OBJECT",
+        "description": "One entry of a mapping: a key and its value.",
+        "properties": {"key": {"type": "STRING"}, "value": value},
+        "required": ["key", "value"],
+        "propertyOrdering": ["key", "value"],
+    }
 
 
 def _gemini_constraints(schema: Schema, kind: str, rules: Constraints) -> Schema:

@@ -7,7 +7,7 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
@@ -15,7 +15,7 @@ from pydantic_core import PydanticUndefined
 from .docstrings import parse_docstring
 from .metadata import read_metadata
 from .nodes import NO_DEFAULT, Node, ObjectNode, Property, ScalarNode
-from .walk import TypeWalker, with_metadata
+from .walk import TypeWalker, split_annotated, with_metadata
 
 EMPTY: Any = inspect.Parameter.empty
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
@@ -50,6 +50,9 @@ class FunctionSpec:
     description: str
     parameters: tuple[ToolParameter, ...]
     accepts_extra_kwargs: bool
+    # The first parameter when it is annotated RunContext[...]: filled by the
+    # runner, never part of a schema.
+    context_parameter: str | None = None
 
     def object_node(self) -> ObjectNode:
         # An unannotated parameter is a STRING whatever its default; claiming
@@ -67,22 +70,39 @@ class FunctionSpec:
 
 
 def describe_function(
-    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    localns: dict[str, Any] | None = None,
+    skip_first: bool = False,
 ) -> FunctionSpec:
-    """Inspect ``func``; raise ToolSchemaError naming it and the parameter at fault."""
+    """Inspect ``func``; raise ToolSchemaError naming it and the parameter at fault.
+
+    ``localns`` resolves annotations naming types local to the function that
+    defined the tool (pydantic does the same); ``skip_first`` leaves out a
+    method's ``self`` or ``cls``.
+    """
     owner = getattr(func, "__qualname__", None) or repr(func)
-    walker = TypeWalker(owner)
+    walker = TypeWalker(owner, localns=localns)
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise walker.error("", f"has no inspectable signature: {exc}") from exc
     try:
-        hints = typing.get_type_hints(_hint_source(func), include_extras=True)
+        hints = typing.get_type_hints(_hint_source(func), localns=localns, include_extras=True)
     except Exception as exc:  # a bad forward reference can raise almost anything
         raise walker.error("", f"cannot resolve type hints: {exc}") from exc
     docs = parse_docstring(inspect.getdoc(func))
+    candidates = list(signature.parameters.values())
+    if skip_first and candidates and candidates[0].kind not in _VARIADIC:
+        candidates = candidates[1:]
+    context_parameter = None
+    if candidates and _is_run_context(hints.get(candidates[0].name)):
+        context_parameter = candidates[0].name
+        candidates = candidates[1:]
     params: list[ToolParameter] = []
-    for param in signature.parameters.values():
+    for param in candidates:
         if param.kind in _VARIADIC:
             continue
         params.append(_parameter(walker, param, hints.get(param.name, EMPTY), docs.params))
@@ -93,7 +113,15 @@ def describe_function(
         accepts_extra_kwargs=any(
             p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
         ),
+        context_parameter=context_parameter,
     )
+
+
+def _is_run_context(annotation: Any) -> bool:
+    from ..core.context import RunContext
+
+    base = split_annotated(annotation)[0]
+    return base is RunContext or get_origin(base) is RunContext
 
 
 def _parameter(
@@ -109,11 +137,13 @@ def _parameter(
     if annotation is EMPTY:
         node: Node = ScalarNode(kind="string")
     else:
-        node = walker.walk(annotation, param.name)
+        node = walker.walk_parameter(annotation, param.name)
+    # Precedence (as the OpenAI Agents SDK): the docstring's entry for the parameter,
+    # then an Annotated or Field description, then the docstring of the type itself.
     if field is not None:
         node = with_metadata(node, read_metadata([field]))
-    if node.description is None and param.name in docs:
-        node = replace(node, description=docs[param.name] or None)
+    if docs.get(param.name):
+        node = replace(node, description=docs[param.name])
     return ToolParameter(
         name=param.name,
         kind=param.kind,

@@ -20,7 +20,8 @@ from dataclasses import replace
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typing_extensions
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from ..errors import ToolSchemaError
@@ -99,8 +100,9 @@ def with_metadata(node: Node, meta: Metadata) -> Node:
 class TypeWalker:
     """Walks the annotations of one function; errors name it and the parameter path."""
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, *, localns: dict[str, Any] | None = None) -> None:
         self.owner = owner
+        self.localns = localns
         self._stack: list[type] = []
 
     def error(self, path: str, message: str) -> ToolSchemaError:
@@ -114,8 +116,27 @@ class TypeWalker:
         node = self._walk_base(base, path)
         return with_metadata(node, read_metadata(extras)) if extras else node
 
+    def walk_parameter(self, annotation: object, path: str) -> Node:
+        """Walk a parameter's annotation; a bare ``Any`` is refused there.
+
+        Gemini's schema has no "any value" (every schema needs a type), so a
+        parameter of any type cannot be declared; inside a bare ``list`` or
+        ``dict`` it stays allowed, as those name the container at least.
+        """
+        if split_annotated(annotation)[0] is Any:
+            raise self.error(
+                path,
+                "Any cannot be declared to Gemini; annotate a concrete type "
+                "(str for free text, dict for a JSON object)",
+            )
+        return self.walk(annotation, path)
+
     def _walk_base(self, tp: Any, path: str) -> Node:
-        if tp is Any or tp is object:
+        if tp is object:
+            raise self.error(
+                path, "object says nothing a model can fill in; annotate a concrete type"
+            )
+        if tp is Any:
             return AnyNode()
         if tp in _NONE_TYPES:
             raise self.error(path, "None on its own is not a type a model can send")
@@ -230,7 +251,7 @@ class TypeWalker:
 
     def _hints(self, owner: object, path: str) -> dict[str, Any]:
         try:
-            return typing.get_type_hints(owner, include_extras=True)
+            return typing.get_type_hints(owner, localns=self.localns, include_extras=True)
         except Exception as exc:  # a bad forward reference can raise almost anything
             raise self.error(path, f"cannot resolve type hints: {exc}") from exc
 
@@ -269,7 +290,7 @@ class TypeWalker:
         self._enter(cls, path)
         props: list[Property] = []
         for name, info in cls.model_fields.items():
-            key = info.alias or name
+            key = _accepted_name(cls, name, info)
             node = self.walk(info.annotation, _join(path, key))
             node = with_metadata(node, read_metadata([info]))
             default = NO_DEFAULT if info.default is PydanticUndefined else info.default
@@ -278,6 +299,18 @@ class TypeWalker:
             )
         self._stack.pop()
         return ObjectNode(properties=tuple(props), description=_class_doc(cls))
+
+
+def _accepted_name(cls: type[BaseModel], name: str, info: FieldInfo) -> str:
+    """The key validation accepts for a field, so the schema advertises that one."""
+    if cls.model_config.get("validate_by_alias") is False:
+        return name
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        alias = next((choice for choice in alias.choices if isinstance(choice, str)), None)
+    if isinstance(alias, str):
+        return alias
+    return info.alias or name
 
 
 def _join(path: str, key: str) -> str:

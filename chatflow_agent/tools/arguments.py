@@ -65,11 +65,8 @@ def normalize(node: Node, value: Any, *, from_model: bool, gemini: bool) -> Any:
         return value
     if isinstance(node, ArrayNode) and isinstance(value, list):
         return [normalize(node.items, v, from_model=from_model, gemini=gemini) for v in value]
-    if isinstance(node, MapNode) and isinstance(value, dict):
-        return {
-            k: normalize(node.values, v, from_model=from_model, gemini=gemini)
-            for k, v in value.items()
-        }
+    if isinstance(node, MapNode):
+        return _normalize_map(node, value, from_model=from_model, gemini=gemini)
     if isinstance(node, ObjectNode) and isinstance(value, dict):
         return _normalize_object(node, value, from_model=from_model, gemini=gemini)
     if isinstance(node, UnionNode):
@@ -98,23 +95,41 @@ def _normalize_union(node: UnionNode, value: Any, *, from_model: bool, gemini: b
     if isinstance(value, float) and value.is_integer() and "integer" in kinds:
         return value if "number" in kinds else int(value)
     for option in node.options:
-        if _fits_container(option, value) or (
+        if _fits_container(option, value, gemini=gemini and from_model) or (
             isinstance(option, EnumNode) and isinstance(value, str)
         ):
             return normalize(option, value, from_model=from_model, gemini=gemini)
     return value
 
 
-def _fits_container(node: Node, value: Any) -> bool:
+def _normalize_map(node: MapNode, value: Any, *, from_model: bool, gemini: bool) -> Any:
+    if gemini and from_model and isinstance(value, list):
+        return _map_from_entries(node, value)
+    if isinstance(value, dict):
+        return {
+            k: normalize(node.values, v, from_model=from_model, gemini=gemini)
+            for k, v in value.items()
+        }
+    return value
+
+
+def _map_from_entries(node: MapNode, entries: list[Any]) -> Any:
+    # Gemini sends a dict[str, T] as [{"key": k, "value": v}, ...] (see render_gemini).
+    if not all(isinstance(e, dict) and set(e) == {"key", "value"} for e in entries):
+        return entries  # not entries after all; validation will say what is wrong
+    return {e["key"]: normalize(node.values, e["value"], from_model=True, gemini=True) for e in entries}
+
+
+def _fits_container(node: Node, value: Any, *, gemini: bool = False) -> bool:
     if isinstance(value, list):
-        return isinstance(node, ArrayNode)
+        return isinstance(node, ArrayNode) or (gemini and isinstance(node, MapNode))
     return isinstance(value, dict) and isinstance(node, ObjectNode | MapNode)
 
 
 class ArgumentBinder:
     """Turns keyword arguments into a validated call of one function."""
 
-    def __init__(self, spec: FunctionSpec, owner: str) -> None:
+    def __init__(self, spec: FunctionSpec, owner: str, *, localns: dict[str, Any] | None = None) -> None:
         self._spec = spec
         self._owner = owner
         self._params = {p.name: p for p in spec.parameters}
@@ -123,10 +138,13 @@ class ArgumentBinder:
             if param.annotation is EMPTY or isinstance(param.node, AnyNode):
                 continue
             try:
-                annotation = pydantic_compatible(param.annotation)
+                annotation = pydantic_compatible(param.annotation, localns=localns)
                 if param.validation_extras:
                     annotation = Annotated[(annotation, *param.validation_extras)]
                 adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+                if not adapter.pydantic_complete:
+                    # Forward references to types local to the defining function.
+                    adapter.rebuild(_types_namespace=localns or {})
             except Exception as exc:  # pydantic raises several types for types it cannot build
                 raise ToolSchemaError(
                     f"tool function {owner!r}, parameter {param.name!r}: "

@@ -1,4 +1,10 @@
-"""Where tool code runs: a bounded thread pool for sync tools, a side thread for sync callers."""
+"""Where tool code runs: a bounded thread pool for sync tools, a side thread for sync callers.
+
+The bounded pool serves the outermost event loops only. A sync tool may itself run an
+agent (``Runner(inner).run(...)``), which starts a loop on the tool's own thread; that
+inner loop's sync tools go to the inner loop's own executor (``asyncio.to_thread``), so
+an agent used as a tool never waits for a pool thread that its own callers hold.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,16 @@ _DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = int(os.environ.get("CHATFLOW_AGENT_TOOL_THREADS", _DEFAULT_WORKERS))
+_inside_tool = threading.local()
+
+
+def _mark_tool_thread() -> None:
+    _inside_tool.active = True
+
+
+def in_tool_thread() -> bool:
+    """True on a thread of the bounded tool pool (a sync tool is running here)."""
+    return bool(getattr(_inside_tool, "active", False))
 
 
 def configure_tool_threads(max_workers: int) -> None:
@@ -39,12 +55,21 @@ def tool_thread_pool() -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="chatflow-tool")
+            _pool = ThreadPoolExecutor(
+                _pool_size, thread_name_prefix="chatflow-tool", initializer=_mark_tool_thread
+            )
         return _pool
 
 
 async def run_in_tool_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """``asyncio.to_thread`` on the bounded tool pool: context variables travel along."""
+    """``asyncio.to_thread`` on the bounded tool pool: context variables travel along.
+
+    Called from a loop that itself runs on a tool thread (a tool running an agent),
+    the call goes to that loop's own executor: taking a slot of the shared pool
+    could wait forever on threads held by the very calls waiting for this one.
+    """
+    if in_tool_thread():
+        return await asyncio.to_thread(func, *args, **kwargs)
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     call = functools.partial(context.run, func, *args, **kwargs)

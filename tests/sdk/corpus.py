@@ -146,6 +146,14 @@ _ADDRESS_J = {**_ADDRESS_CORE_J, "description": "A postal address."}
 _ADDRESS_S = {**_ADDRESS_CORE_S, "description": "A postal address."}
 
 
+def _entries(value: dict[str, Any]) -> dict[str, Any]:
+    """Gemini's declaration of dict[str, T]: the Developer API refuses additionalProperties."""
+    return {"type": "ARRAY", "items": {
+        "type": "OBJECT", "description": "One entry of a mapping: a key and its value.",
+        "properties": {"key": {"type": "STRING"}, "value": value},
+        "required": ["key", "value"], "propertyOrdering": ["key", "value"]}}  # fmt: skip
+
+
 def _scalar(kind: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     return {"type": kind.upper()}, {"type": kind}, {"type": kind}
 
@@ -207,18 +215,26 @@ CORPUS: list[Case] = [
          {"type": "array", "items": {}}, STRICT_ERROR, sample=[1, "a"]),
     Case("bare dict", probe(dict), {"type": "OBJECT"},
          {"type": "object", "additionalProperties": True}, STRICT_ERROR, sample={"a": 1}),
-    Case("dict of ints", probe(dict[str, int]),
-         {"type": "OBJECT", "additionalProperties": {"type": "INTEGER"}},
+    Case("dict of ints", probe(dict[str, int]), _entries({"type": "INTEGER"}),
          {"type": "object", "additionalProperties": {"type": "integer"}}, STRICT_ERROR,
-         sample={"a": 1}),
-    Case("Mapping of floats", probe(Mapping[str, float]),
-         {"type": "OBJECT", "additionalProperties": {"type": "NUMBER"}},
+         sample={"a": 1}, gemini_sample=[{"key": "a", "value": 1.0}]),
+    Case("Mapping of floats", probe(Mapping[str, float]), _entries({"type": "NUMBER"}),
          {"type": "object", "additionalProperties": {"type": "number"}}, STRICT_ERROR,
-         sample={"a": 1.5}),
+         sample={"a": 1.5}, gemini_sample=[{"key": "a", "value": 1.5}]),
     Case("dict of lists", probe(dict[str, list[str]]),
-         {"type": "OBJECT", "additionalProperties": {"type": "ARRAY", "items": {"type": "STRING"}}},
+         _entries({"type": "ARRAY", "items": {"type": "STRING"}}),
          {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-         STRICT_ERROR, sample={"a": ["b"]}),
+         STRICT_ERROR, sample={"a": ["b"]}, gemini_sample=[{"key": "a", "value": ["b"]}]),
+    Case("optional dict of ints", probe(dict[str, int] | None, None),
+         {**_entries({"type": "INTEGER"}), "nullable": True},
+         {**_null({"type": "object", "additionalProperties": {"type": "integer"}}),
+          "default": None}, STRICT_ERROR, sample={"b": 2}, required=False,
+         gemini_sample=[{"key": "b", "value": 2}]),
+    Case("dict of ints or a string", probe(dict[str, int] | str),
+         {"anyOf": [_entries({"type": "INTEGER"}), {"type": "STRING"}]},
+         {"anyOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                    {"type": "string"}]}, STRICT_ERROR, sample={"c": 3},
+         gemini_sample=[{"key": "c", "value": 3}]),
     # unions
     Case("Optional", probe(Optional[int]), {"type": "INTEGER", "nullable": True},  # noqa: UP045
          _null({"type": "integer"}), _null({"type": "integer"}), sample=None),
@@ -364,7 +380,8 @@ CORPUS: list[Case] = [
     Case("UUID", probe(uuid.UUID), {"type": "STRING"}, {"type": "string", "format": "uuid"},
          {"type": "string", "format": "uuid"}, sample="12345678-1234-5678-1234-567812345678",
          received=uuid.UUID("12345678-1234-5678-1234-567812345678")),
-    Case("Any", probe(Any), {}, {}, STRICT_ERROR, sample={"anything": [1]}),
+    Case("list of Any", probe(list[Any]), {"type": "ARRAY", "items": {}},
+         {"type": "array", "items": {}}, STRICT_ERROR, sample=[{"anything": [1]}]),
     Case("NewType", probe(UserId), *_scalar("integer"), sample=7),
     # signature shapes: *args/**kwargs left out, positional-only and keyword-only kept
     Case("*args and **kwargs omitted", variadic, *_scalar("integer"), sample=1),

@@ -90,6 +90,7 @@ def test_execute_runs_an_async_tool_outside_any_loop() -> None:
     assert where_am_i_async.execute() == threading.get_ident()
 
 
+@pytest.mark.filterwarnings("ignore:Tool.execute\\(\\) was called inside a running event loop")
 async def test_execute_runs_an_async_tool_even_inside_a_running_loop() -> None:
     worker = where_am_i_async.execute()
     assert worker != threading.get_ident()

@@ -10,6 +10,9 @@ def test_the_package_exports_exactly_its_public_names() -> None:
     assert sorted(chatflow_agent.__all__) == [
         "Agent",
         "ChatflowAgentError",
+        "MaxTurnsExceeded",
+        "RunContext",
+        "RunHooks",
         "RunResult",
         "Runner",
         "Tool",
@@ -17,6 +20,7 @@ def test_the_package_exports_exactly_its_public_names() -> None:
         "ToolExecutionError",
         "ToolResult",
         "ToolSchemaError",
+        "Usage",
         "__version__",
         "tool",
     ]
@@ -26,10 +30,7 @@ def test_every_exported_name_is_importable_and_public() -> None:
     for name in chatflow_agent.__all__:
         member = getattr(chatflow_agent, name)
         if name != "__version__":
-            assert (
-                member.__module__.startswith("chatflow_agent.")
-                or member.__module__ == "chatflow_agent"
-            )
+            assert member.__module__.startswith("chatflow_agent.") or member.__module__ == "chatflow_agent"
 
 
 def test_the_version_is_the_0_4_feature_set() -> None:

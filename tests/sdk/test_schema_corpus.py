@@ -12,6 +12,7 @@ from tests.sdk.corpus import CORPUS, SAME, STRICT_ERROR, Case
 from tests.sdk.wire import (
     check_anthropic_tool,
     check_gemini_declaration,
+    check_gemini_schema,
     check_openai_tool,
 )
 
@@ -45,6 +46,18 @@ def test_gemini_declares_each_corpus_signature_as_expected(case: Case) -> None:
     assert parameters["type"] == "OBJECT"
     assert parameters["properties"] == {"x": case.gemini}
     assert parameters.get("required", []) == (["x"] if case.required else [])
+
+
+@cases
+def test_every_corpus_declaration_passes_google_genai_in_developer_api_mode(case: Case) -> None:
+    check_gemini_schema(case.tool.to_gemini_declaration()["parameters"])
+
+
+def test_the_developer_api_check_refuses_additional_properties() -> None:
+    with pytest.raises(ValueError, match="additionalProperties"):
+        check_gemini_schema({"type": "OBJECT", "additionalProperties": {"type": "NUMBER"}})
+    with pytest.raises(AssertionError, match="refuses"):
+        check_gemini_schema({"type": "OBJECT", "properties": {"a": {"type": "STRING", "const": "x"}}})
 
 
 @cases

@@ -110,3 +110,22 @@ def test_a_runner_with_a_redis_store_carries_history_across_runners(
         "user",
         "assistant",
     ]
+
+
+def test_an_empty_reply_leaves_a_redis_session_usable_for_later_runners(
+    redis_url: str, fake_provider: ProviderFake
+) -> None:
+    blocked = {"gemini": "SAFETY", "openai": "content_filter", "anthropic": "refusal"}
+    fake_provider.server.script(
+        fake_provider.empty(blocked[fake_provider.family]), fake_provider.text("fine now")
+    )
+    session = f"redis-empty-{fake_provider.family}"
+    asyncio.run(SessionStore.redis(redis_url).clear(session))
+    agent = Agent(name="a", tools=[lookup], model=fake_provider.model)
+    first = Runner(agent, session_store=SessionStore.redis(redis_url)).run(session, "first")
+    assert (first.content, first.finish_reason) == (None, "content_filter")
+    # A fresh runner replays the history from Redis; the fake refuses an empty turn in it.
+    later = Runner(agent, session_store=SessionStore.redis(redis_url)).run(session, "second")
+    assert later.content == "fine now"
+    stored = asyncio.run(SessionStore.redis(redis_url).load(session))
+    assert [m.role for m in stored] == ["user", "user", "assistant"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import Field
@@ -137,23 +137,48 @@ def test_sphinx_docstrings_describe_each_parameter() -> None:
     assert props["nights"]["description"] == "Number of nights."
 
 
-def test_annotated_text_and_field_descriptions_win_over_the_docstring() -> None:
+def test_the_docstring_entry_beats_annotated_text_and_field_descriptions() -> None:
     @tool
     def search(
-        query: Annotated[str, "Full-text query"],
-        limit: int = Field(10, description="Maximum hits"),
+        query: Annotated[str, "Annotated text that loses"],
+        limit: int = Field(10, description="Field text that loses"),
+        page: Annotated[int, "Annotated text without a docstring entry"] = 1,
     ) -> list[str]:
         """Search.
 
         Args:
-            query: docstring text that loses.
-            limit: docstring text that loses too.
+            query: Full-text query.
+            limit: Maximum hits.
         """
         return []
 
     props = _props(search)
-    assert props["query"]["description"] == "Full-text query"
-    assert props["limit"]["description"] == "Maximum hits"
+    assert props["query"]["description"] == "Full-text query."
+    assert props["limit"]["description"] == "Maximum hits."
+    assert props["page"]["description"] == "Annotated text without a docstring entry"
+    assert search.to_openai_parameters()["properties"]["query"]["description"] == ("Full-text query.")
+
+
+@dataclass
+class Parcel:
+    """A parcel the shop ships."""
+
+    weight_kg: float
+
+
+def test_the_docstring_entry_beats_the_docstring_of_the_parameter_type() -> None:
+    @tool
+    def ship(parcel: Parcel, backup: Parcel | None = None) -> None:
+        """Ship a parcel.
+
+        Args:
+            parcel: The parcel the user wants shipped.
+        """
+
+    props = _props(ship)
+    assert props["parcel"]["description"] == "The parcel the user wants shipped."
+    # Without a docstring entry, the type's own docstring is the fallback.
+    assert props["backup"]["description"] == "A parcel the shop ships."
 
 
 @pytest.mark.parametrize(
@@ -232,8 +257,30 @@ def test_a_none_default_on_a_non_optional_type_fails_with_a_hint() -> None:
 
 @pytest.mark.parametrize(
     "annotation",
-    [dict[int, str], Literal[1, "1"], Literal[None], bytes, "NotDefinedAnywhere", None],
-    ids=["int keys", "literal collision", "literal none", "bytes", "bad forward ref", "None"],
+    [
+        dict[int, str],
+        Literal[1, "1"],
+        Literal[None],
+        bytes,
+        "NotDefinedAnywhere",
+        None,
+        Any,
+        object,
+        list[object],
+        Annotated[Any, "anything"],
+    ],
+    ids=[
+        "int keys",
+        "literal collision",
+        "literal none",
+        "bytes",
+        "bad forward ref",
+        "None",
+        "Any",
+        "object",
+        "list of object",
+        "annotated Any",
+    ],
 )
 def test_other_inexpressible_annotations_fail_at_definition(annotation: object) -> None:
     def probe(x):  # type: ignore[no-untyped-def]
