@@ -14,6 +14,7 @@ from . import (
     exec_cmd,
     executions_cmd,
     keys_cmd,
+    mcp_cmd,
     projections_cmd,
     publish_cmd,
     registry_cmd,
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (run_cmd, exec_cmd, tail_cmd, publish_cmd, stats_cmd, executions_cmd,
                    cancel_cmd, replay_cmd, projections_cmd, api_cmd, registry_cmd,
-                   tools_cmd, servers_cmd, keys_cmd):
+                   tools_cmd, servers_cmd, keys_cmd, mcp_cmd):
         module.register(sub)
     return parser
 
