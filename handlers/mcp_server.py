@@ -107,8 +107,20 @@ async def check_workspace_exists(connection: RuntimeConnection, workspace: str) 
                                  f"{workspace} ...` creates it")
 
 
+async def serve(connection: RuntimeConnection, workspace: str,
+                listen_on: tuple[str, int] | None = None) -> None:
+    """Serve over stdio, or over streamable HTTP at ``listen_on`` (host, port), until stopped."""
+    try:
+        await check_workspace_exists(connection, workspace)
+        if listen_on is None:
+            await serve_stdio(connection, workspace)
+        else:
+            await serve_http(connection, workspace, *listen_on)
+    finally:
+        await connection.aclose()
+
+
 async def serve_stdio(connection: RuntimeConnection, workspace: str) -> None:
-    await check_workspace_exists(connection, workspace)
     server = build_server(WorkspaceTools(connection, workspace), keyed=False)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
@@ -143,7 +155,6 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve_http(connection: RuntimeConnection, workspace: str, host: str, port: int) -> None:
-    await check_workspace_exists(connection, workspace)
     sock = listen(host, port)
     port = sock.getsockname()[1]
     app = http_app(connection, workspace, host=host, port=port)
@@ -156,5 +167,5 @@ async def serve_http(connection: RuntimeConnection, workspace: str, host: str, p
         sock.close()
 
 
-__all__ = ["MCP_PATH", "WorkspaceKeyVerifier", "build_server", "http_app", "serve_http",
+__all__ = ["MCP_PATH", "WorkspaceKeyVerifier", "build_server", "http_app", "serve", "serve_http",
            "serve_stdio"]

@@ -49,8 +49,5 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                                  "pip install 'chatflow-agent[mcp]'") from exc
     connection = RuntimeConnection(url, prefix=settings.prefix, cluster=settings.redis_cluster,
                                    timeout_s=args.timeout, contact_id="mcp")
-    if listen_on is None:
-        asyncio.run(mcp_server.serve_stdio(connection, workspace))
-    else:
-        asyncio.run(mcp_server.serve_http(connection, workspace, *listen_on))
+    asyncio.run(mcp_server.serve(connection, workspace, listen_on))
     return 0
