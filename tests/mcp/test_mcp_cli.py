@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 
@@ -69,3 +70,11 @@ def test_bad_arguments_are_named_in_a_clear_error(
     assert main(["mcp", "--redis-url", redis_url, *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_command_line_does_not_import_the_mcp_sdk_until_chatflow_mcp_runs() -> None:
+    code = ("import sys; from chatflow.handlers.cli.main import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.strip() == "[]"

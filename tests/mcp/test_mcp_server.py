@@ -18,7 +18,14 @@ from chatflow.handlers.mcp_server import MCP_PATH, http_app
 from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.harness import Harness
 from tests.httpserver import serve_asgi
-from tests.mcp.support import SHOP_TOOLS, Runtime, http_session, make_runtime, stdio_session
+from tests.mcp.support import (
+    SHOP_TOOLS,
+    Runtime,
+    http_session,
+    make_runtime,
+    returning,
+    stdio_session,
+)
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -179,3 +186,26 @@ async def test_a_viewer_key_lists_the_tools_but_cannot_run_them(
         refused = await session.call_tool("updateSentiment", {"sentiment": "negative"})
     assert refused.is_error
     assert text(refused) == "a viewer caller cannot run tools; it needs an admin or editor key"
+
+
+async def test_a_nested_tool_missing_from_the_cache_gives_the_seed_s_not_found_message(
+    runtime: Runtime, shop_url: str
+) -> None:
+    await runtime.tool("shop", "t-child", returning("child"), "The child.")
+    child = runtime.published["t-child"]
+    nested = {
+        "blocks": {
+            "c": {"type": "callTool", "id": "c", "toolId": "t-child", "publishedToolId": child,
+                  "inputVariables": [], "outputVariable": "v", "onError": "blocking",
+                  "defaultOutput": {"type": "block", "blockId": "r"}},
+            "r": {"type": "return", "id": "r", "value": "{{v}}"},
+        },
+        "onboardingBlockId": "c", "enabledForAI": True, "slug": "nested",
+    }
+    await runtime.tool("shop", "t-nested", nested, "Calls the child.")
+    h = runtime.harness
+    await h.client.delete(h.keys.tool(child))  # the child's cache entry is gone (seed: Redis only)
+    async with http_session(shop_url, runtime.tokens["shop-editor"]) as session:
+        failed = await session.call_tool("nested", {})
+    assert failed.is_error
+    assert f"tool não encontrada: publishedToolId={child}" in text(failed)
