@@ -92,7 +92,7 @@ class WorkspaceTools:
                 self._add(found, self._custom(view, record))
         for view, spec in zip(natives, specs, strict=True):
             if spec is None:
-                log.info("native tool not served by any worker; left out",
+                log.debug("native tool not served by any worker; left out",
                          tool=view["id"], nativeName=view["nativeName"])
                 continue
             self._add(found, self._native(view, spec))

@@ -7,11 +7,14 @@ server is the ``chatflow mcp`` command in a subprocess, the HTTP server runs on 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import mcp_types as types
 import pytest
-from mcp import MCPError
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chatflow.handlers.apikeys import revoke_api_key
 from chatflow.handlers.mcp_server import MCP_PATH, http_app
@@ -209,3 +212,23 @@ async def test_a_nested_tool_missing_from_the_cache_gives_the_seed_s_not_found_m
         failed = await session.call_tool("nested", {})
     assert failed.is_error
     assert f"tool não encontrada: publishedToolId={child}" in text(failed)
+
+
+@asynccontextmanager
+async def modern_client(url: str, token: str) -> AsyncIterator[Client]:
+    async with (create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(url, http_client=http), mode="auto") as client):
+        yield client
+
+
+async def test_the_2026_protocol_era_gets_the_same_tools_and_the_same_role_check(
+    runtime: Runtime, shop_url: str
+) -> None:
+    async with modern_client(shop_url, runtime.tokens["shop-editor"]) as editor:
+        assert editor.protocol_version == "2026-07-28"
+        assert {t.name for t in (await editor.list_tools()).tools} == SHOP_TOOLS
+        done = await editor.call_tool("order_status", {"orderId": "M-1"})
+    async with modern_client(shop_url, runtime.tokens["shop-viewer"]) as viewer:
+        refused = await viewer.call_tool("order_status", {"orderId": "M-1"})
+    assert not done.is_error and text(done) == "order M-1: shipped (express=)"
+    assert refused.is_error and "needs an admin or editor key" in text(refused)
