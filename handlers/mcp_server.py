@@ -28,6 +28,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from redis.exceptions import RedisError
 from starlette.applications import Starlette
 
 from chatflow.runtime.errors import ConfigurationError
@@ -111,7 +112,10 @@ async def serve(connection: RuntimeConnection, workspace: str,
                 listen_on: tuple[str, int] | None = None) -> None:
     """Serve over stdio, or over streamable HTTP at ``listen_on`` (host, port), until stopped."""
     try:
-        await check_workspace_exists(connection, workspace)
+        try:
+            await check_workspace_exists(connection, workspace)
+        except RedisError as exc:  # the URL may hold a password: name the error, not the URL
+            raise ConfigurationError(f"cannot reach Valkey/Redis (REDIS_URL): {exc}") from exc
         if listen_on is None:
             await serve_stdio(connection, workspace)
         else:

@@ -61,13 +61,15 @@ async def test_the_http_command_serves_the_workspace_to_a_key_of_it(
     (["--workspace", "Not A Workspace"], "must match [a-z0-9-]{1,40}"),
     (["--workspace", "default", "--http", "localhost"], "expected HOST:PORT"),
     (["--workspace", "default", "--http", "127.0.0.1:99999"], "expected HOST:PORT"),
+    (["--workspace", "default", "--redis-url", "redis://127.0.0.1:1/0"],
+     "cannot reach Valkey/Redis (REDIS_URL)"),
 ])
 def test_bad_arguments_are_named_in_a_clear_error(
     redis_url: str, prefix: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     args: list[str], message: str,
 ) -> None:
     monkeypatch.setenv("CHATFLOW_PREFIX", prefix)
-    assert main(["mcp", "--redis-url", redis_url, *args]) == 2
+    assert main(["mcp", "--redis-url", redis_url, *args]) == 2  # a later --redis-url wins
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
