@@ -18,6 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chatflow.handlers.apikeys import revoke_api_key
 from chatflow.handlers.mcp_server import MCP_PATH, http_app
+from chatflow.handlers.registry.scope import Scope
 from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.harness import Harness
 from tests.httpserver import serve_asgi
@@ -232,3 +233,18 @@ async def test_the_2026_protocol_era_gets_the_same_tools_and_the_same_role_check
         refused = await viewer.call_tool("order_status", {"orderId": "M-1"})
     assert not done.is_error and text(done) == "order M-1: shipped (express=)"
     assert refused.is_error and "needs an admin or editor key" in text(refused)
+
+
+async def test_a_tool_published_or_trashed_while_serving_shows_on_the_next_listing(
+    runtime: Runtime, shop_url: str
+) -> None:
+    async with http_session(shop_url, runtime.tokens["shop-editor"]) as session:
+        assert "late_tool" not in by_name((await session.list_tools()).tools)
+        await runtime.tool("shop", "t-late", returning("late", enabledForAI=True, slug="late_tool"),
+                           "Published later.")
+        assert by_name((await session.list_tools()).tools)["late_tool"].description == "Published later."
+        assert text(await session.call_tool("late_tool", {})) == "late"
+        await runtime.ops.trash("t-late", scope=Scope("shop", "test"))
+        assert "late_tool" not in by_name((await session.list_tools()).tools)
+        gone = await session.call_tool("late_tool", {})
+    assert gone.is_error and "no tool 'late_tool'" in text(gone)
