@@ -1,0 +1,130 @@
+"""Executions in flight, an execution's replayed event log, and live debug per contact.
+
+``GET /executions`` and ``GET /executions/{id}/events`` read what ``chatflow executions`` and
+``chatflow replay`` read. ``/debug/{contactId}`` switches the per-contact flag
+(``debug:contact:{id}``, read by the workers at intake) and streams ``stream:debug:{id}`` as
+server-sent events whose ids are the stream's entry ids, so a client that reconnects with
+``Last-Event-ID`` gets every later entry exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import msgspec
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+
+from ..registry.errors import Invalid, NotFound
+from .deps import Services, services
+
+router = APIRouter()
+Svc = Annotated[Services, Depends(services)]
+STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+# A blocked XREAD returns this often, so a closed connection is noticed and proxies see bytes.
+HEARTBEAT_MS = 10_000
+CONTACT_ID = r"^[^\s/]{1,200}$"
+
+
+@router.get("/executions", tags=["executions"],
+            summary="The executions in flight: tool, active block, depth, age, deadline")
+async def list_executions(svc: Svc) -> list[dict[str, Any]]:
+    # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
+    from ..cli.executions_cmd import in_flight
+
+    return [asdict(row) for row in await in_flight(svc.client, svc.keys)]
+
+
+@router.get("/executions/{execution_id}/events", tags=["executions"],
+            summary="An execution's event log with its children's, replayed and checked")
+async def execution_events(svc: Svc, execution_id: str) -> dict[str, Any]:
+    from ..cli.replay_cmd import replay_execution
+
+    try:
+        report = await replay_execution(svc.client, svc.keys, execution_id)
+    except ValueError as exc:  # an id that names no partition
+        raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
+    if not report.trace:
+        raise NotFound(f"no event log for execution {execution_id!r} (expired after "
+                       "CHATFLOW_STATE_TTL_S, or never existed)", code="execution_not_found")
+    return {"executionId": execution_id, "events": msgspec.to_builtins(report.trace),
+            "replay": {"executions": report.executions, "transitions": report.transitions,
+                       "firstDifference": None if report.first is None else str(report.first)}}
+
+
+def _contact(contact_id: str) -> str:
+    if not re.match(CONTACT_ID, contact_id):
+        raise Invalid("contactId: 1 to 200 characters, no spaces or slashes",
+                      code="invalid_contact")
+    return contact_id
+
+
+@router.get("/debug/{contact_id}", tags=["debug"], summary="Is debug on for this contact?")
+async def debug_state(svc: Svc, contact_id: str) -> dict[str, Any]:
+    key = svc.keys.debug_flag(_contact(contact_id))
+    return {"contactId": contact_id, "enabled": bool(await svc.client.exists(key))}
+
+
+@router.put("/debug/{contact_id}", tags=["debug"],
+            summary="Switch debug on for a contact (every later execution emits debug events)")
+async def debug_on(svc: Svc, contact_id: str) -> dict[str, Any]:
+    await svc.client.set(svc.keys.debug_flag(_contact(contact_id)), "1")
+    return {"contactId": contact_id, "enabled": True}
+
+
+@router.delete("/debug/{contact_id}", tags=["debug"], summary="Switch debug off for a contact")
+async def debug_off(svc: Svc, contact_id: str) -> dict[str, Any]:
+    await svc.client.delete(svc.keys.debug_flag(_contact(contact_id)))
+    return {"contactId": contact_id, "enabled": False}
+
+
+def start_cursor(last_event_id: str | None, after: str | None) -> str:
+    """Where the stream resumes: after ``Last-Event-ID``, else ``after`` (``0-0`` replays what
+    the stream holds), else only new entries (``$``)."""
+    cursor = last_event_id or after or "$"
+    if cursor != "$" and not STREAM_ID.match(cursor):
+        raise Invalid("Last-Event-ID / after: a stream entry id like 1700000000000-0",
+                      code="invalid_event_id")
+    return cursor
+
+
+def sse_frame(entry_id: str, data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    try:
+        text = json.dumps(json.loads(text), ensure_ascii=False)  # one line
+    except ValueError:
+        text = json.dumps({"raw": text})
+    return f"id: {entry_id}\nevent: debug\ndata: {text}\n\n"
+
+
+async def debug_frames(svc: Services, stream: str, cursor: str) -> AsyncIterator[str]:
+    if cursor == "$":
+        # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
+        last = await svc.client.xrevrange(stream, count=1)
+        cursor = last[0][0].decode() if last else "0-0"
+    yield f"retry: 1000\nid: {cursor}\nevent: ready\ndata: {{}}\n\n"
+    while True:
+        reply = await svc.client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
+        if not reply:
+            yield ": keep-alive\n\n"
+            continue
+        for _name, entries in reply:
+            for raw_id, fields in entries:
+                cursor = raw_id.decode()
+                yield sse_frame(cursor, fields.get(b"data", b"{}"))
+
+
+@router.get("/debug/{contact_id}/stream", tags=["debug"],
+            summary="Server-sent events from stream:debug:{contactId}; resumes from Last-Event-ID",
+            response_class=StreamingResponse)
+async def debug_stream(svc: Svc, contact_id: str,
+                       last_event_id: Annotated[str | None, Header()] = None,
+                       after: Annotated[str | None, Query()] = None) -> StreamingResponse:
+    cursor = start_cursor(last_event_id, after)
+    stream = svc.keys.debug(_contact(contact_id))
+    return StreamingResponse(debug_frames(svc, stream, cursor), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
