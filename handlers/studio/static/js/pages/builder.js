@@ -3,7 +3,7 @@
 // configuration panel, publish, the test panel and the seven-day chart.
 import { api, ApiError } from "../api.js";
 import { chart } from "../chart.js";
-import { button, field, h, json, s } from "../dom.js";
+import { button, clear, field, h, json, s } from "../dom.js";
 import { draw } from "../flow.js";
 import { outcome, timeline } from "../timeline.js";
 import { refusal } from "./tools.js";
@@ -42,6 +42,7 @@ export async function builderPage(ctx, toolId) {
   const svg = s("svg", { class: "flow", role: "group", "aria-label": "Flow drawing" });
   const publishOut = h("div", { "aria-live": "polite" });
   const state = h("p", { class: "muted" });
+  const heading = h("h1", { id: "tool-h" }, tool.name);
 
   function showState(t) {
     const pub = t.publishedTool || null;
@@ -72,7 +73,7 @@ export async function builderPage(ctx, toolId) {
     agents.hidden = false;
     const edit = (key) => (ev) => { def[key] = ev.target.value || undefined; syncDoc(); };
     const inputs = Array.isArray(def.inputs) ? def.inputs : [];
-    agents.replaceChildren(
+    clear(agents,
       h("legend", {}, "Agents configuration"),
       field("Slug", h("input", { type: "text", name: "slug", value: def.slug || "", readonly: !rw, oninput: edit("slug") }),
         "The function name agents call: letters, digits, _ and -, up to 64."),
@@ -133,6 +134,7 @@ export async function builderPage(ctx, toolId) {
     if (error) throw new ApiError(400, { message: error, problems: [{ path: "$", message: error }] });
     const saved = await api("PATCH", `/tools/${enc(toolId)}`, { name: name.value, description: description.value || null, definition: parsed });
     showState(saved);
+    heading.textContent = saved.name;
     return saved;
   }
   async function act(fn, done) {
@@ -186,7 +188,7 @@ export async function builderPage(ctx, toolId) {
   try { days = (await api("GET", `/tools/${enc(toolId)}/daily`)).days; } catch { days = null; }
 
   const page = h("article", { "aria-labelledby": "tool-h" },
-    h("div", { class: "bar" }, h("h1", { id: "tool-h" }, tool.name), actions),
+    h("div", { class: "bar" }, heading, actions),
     state, publishOut,
     h("section", { class: "card", "aria-label": "Name and description" },
       field("Name", name), field("Description", description)),
