@@ -5,10 +5,10 @@ from typing import Any
 
 import pytest
 
-from tests.api.support import upstream
+from tests.api.support import api, upstream
 from tests.studio.support import Studio, chromium_path, running_studio, unavailable
 
-__all__ = ["browser", "studio", "upstream"]
+__all__ = ["api", "browser", "studio", "upstream"]
 
 
 @pytest.fixture(scope="session")

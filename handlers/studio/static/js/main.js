@@ -25,6 +25,7 @@ const ROUTES = [
 
 let principal = null;
 let leaving = [];
+let current = 0; // the latest navigation; a slower earlier one must not paint over it
 
 function say(text) { statusEl.textContent = text; }
 
@@ -74,6 +75,7 @@ async function start() {
 async function route() {
   if (!principal) return;
   leave();
+  const mine = ++current;
   const hash = location.hash;
   for (const [re, page] of ROUTES) {
     const m = hash.match(re);
@@ -92,11 +94,12 @@ async function route() {
     }
     try {
       const node = await page(ctx, ...m.slice(1).map(decodeURIComponent));
+      if (mine !== current) return;
       clear(main, node);
       const heading = main.querySelector("h1");
       document.title = `${heading ? heading.textContent : "Studio"} · chatflow Studio`;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) return;
+      if (mine !== current || (err instanceof ApiError && err.status === 401)) return;
       clear(main, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, String(err.message || err)),
         button("Back to tools", () => { location.hash = "#/tools"; }));
     }
