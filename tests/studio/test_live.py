@@ -160,4 +160,5 @@ async def test_a_tool_page_charts_its_seven_days_from_the_projection(studio: Stu
     await page.get_by_text("The numbers").click()
     table = page.get_by_role("table", name="Last seven days")
     await expect(table.get_by_role("row").last).to_contain_text("3")
-    await expect(page.get_by_role("img", name="Runs per day (bars) and average duration (line), last seven days")).to_be_visible()
+    chart = page.get_by_role("img", name="Runs per day (bars) and average duration (line), last seven days")
+    await expect(chart).to_be_visible()

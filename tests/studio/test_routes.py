@@ -9,9 +9,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 
 from chatflow.handlers.api.studio_routes import daily
+from chatflow.handlers.cli.api_cmd import announce, api_server
 from chatflow.handlers.projections.metrics import HOUR_MS
+from chatflow.handlers.settings import Settings
 from tests.api.support import Api
 
 DAY_MS = 24 * HOUR_MS
@@ -142,3 +145,9 @@ async def test_studio_files_and_docs_are_served_with_a_strict_policy(api: Api) -
         assert "script-src 'self';" in csp and "frame-ancestors 'none'" in csp
     assert (await api.root.get("/studio")).status_code == 308
     assert (await api.root.get("/studio/config.json")).json() == {"apiBase": "/api"}
+
+
+def test_chatflow_up_prints_the_studio_url(capsys: pytest.CaptureFixture[str]) -> None:
+    announce(Settings(redis_url="redis://127.0.0.1:1"), api_server(
+        Settings(redis_url="redis://127.0.0.1:1"), "127.0.0.1", 8091))
+    assert "Studio on http://127.0.0.1:8091/studio/" in capsys.readouterr().err

@@ -52,7 +52,8 @@ async def test_a_server_is_created_given_a_secret_header_and_endpoints_from_open
 async def test_an_openapi_file_is_imported_and_a_broken_one_says_where(
         studio: Studio, upstream: Upstream) -> None:
     page = studio.page
-    server = await studio.ok("POST", "/integration-servers", 201, json={"name": "Files", "baseUrl": upstream.url})
+    server = await studio.ok("POST", "/integration-servers", 201,
+                             json={"name": "Files", "baseUrl": upstream.url})
     await studio.sign_in()
     await page.goto(f"{studio.url}#/servers/{server['id']}")
     await page.get_by_label("Or upload a file").set_input_files(
@@ -65,16 +66,19 @@ async def test_an_openapi_file_is_imported_and_a_broken_one_says_where(
     await expect(page.get_by_role("alert")).to_contain_text("400")
 
 
-async def test_servers_list_usage_and_credentials_are_shown_masked(studio: Studio, upstream: Upstream) -> None:
+async def test_servers_list_usage_and_credentials_are_shown_masked(
+        studio: Studio, upstream: Upstream) -> None:
     page = studio.page
-    server = await studio.ok("POST", "/integration-servers", 201, json={"name": "Shop", "baseUrl": upstream.url})
+    server = await studio.ok("POST", "/integration-servers", 201,
+                             json={"name": "Shop", "baseUrl": upstream.url})
     endpoint = await studio.ok("POST", f"/integration-servers/{server['id']}/endpoints", 201,
                                json={"name": "getOrder", "path": "/orders/1"})
     definition = {"onboardingBlockId": "e", "blocks": {
         "e": {"type": "callEndpoint", "id": "e", "serverId": server["id"], "endpointId": endpoint["id"],
               "paramMappings": [], "defaultOutput": {"type": "block", "blockId": "r"}},
         "r": {"type": "return", "id": "r", "value": "ok"}}}
-    await studio.ok("POST", "/tools", 201, json={"id": "t-user", "name": "Order lookup", "definition": definition})
+    await studio.ok("POST", "/tools", 201,
+                    json={"id": "t-user", "name": "Order lookup", "definition": definition})
     await studio.ok("POST", "/llm-credentials", 201, json={"name": "OpenAI", "apiKey": "sk-very-secret-1"})
     await studio.sign_in()
     await page.get_by_role("link", name="Servers").click()

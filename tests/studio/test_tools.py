@@ -45,7 +45,8 @@ async def test_a_new_tool_is_built_drawn_checked_published_and_tested(
     await doc.fill(json.dumps(definition, indent=2))
     drawing = page.get_by_role("group", name="Flow drawing")
     await expect(drawing.locator("[data-block]")).to_have_count(3)
-    await expect(drawing.locator('[data-block="fetch"]')).to_have_attribute("aria-label", "start: block fetch (httpCall)")
+    await expect(drawing.locator('[data-block="fetch"]')).to_have_attribute(
+        "aria-label", "start: block fetch (httpCall)")
     await expect(drawing.locator('.edge[data-from="fetch"][data-to="done"]')).to_contain_text("answered")
     await expect(page.get_by_role("list", name="Problems")).to_contain_text("No problems found.")
 
@@ -164,4 +165,5 @@ async def test_trash_restores_and_shows_the_409_naming_the_callers(studio: Studi
     await page.get_by_role("button", name="Restore Callee").click()
     await expect(page.get_by_role("heading", name="Callee")).to_be_visible()
     await page.get_by_role("link", name="Tools").click()
-    await expect(page.get_by_role("table", name="Custom tools").get_by_role("link", name="Callee")).to_be_visible()
+    listed = page.get_by_role("table", name="Custom tools").get_by_role("link", name="Callee")
+    await expect(listed).to_be_visible()
