@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import expect
 
 from tests.studio.support import Studio
@@ -39,3 +40,64 @@ async def test_the_api_docs_render_from_the_wheel_without_a_cdn(studio: Studio) 
     await expect(page.get_by_text("/api/tools/test-flow").first).to_be_visible()
     await studio.shot("api-docs")
     assert outside == []
+
+
+def needs_access_control() -> None:
+    try:
+        import chatflow.handlers.apikeys  # noqa: F401
+    except ImportError:
+        pytest.skip("needs API keys (chatflow.handlers.apikeys): the API has no roles yet")
+
+
+async def test_a_viewer_sees_every_page_without_write_controls(studio: Studio) -> None:
+    needs_access_control()
+    page = studio.page
+    definition = {"onboardingBlockId": "r", "blocks": {"r": {"type": "return", "id": "r", "value": "x"}}}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-seen", "name": "Seen", "definition": definition})
+    await studio.ok("POST", "/tools", 201, json={"id": "t-gone", "name": "Gone"})
+    await studio.ok("DELETE", "/tools/t-gone")
+    server = await studio.ok("POST", "/integration-servers", 201,
+                             json={"name": "Shop", "baseUrl": "https://shop.example"})
+    await studio.sign_in(studio.viewer_key)
+    await expect(page.get_by_text("viewer")).to_be_visible()
+    await expect(page.get_by_role("link", name="Seen")).to_be_visible()
+    await expect(page.get_by_role("button", name="New tool")).to_have_count(0)
+    await page.get_by_role("link", name="Seen").click()
+    await expect(page.get_by_role("heading", name="Seen")).to_be_visible()
+    for name in ("Save draft", "Publish", "Move to trash", "Run flow", "Test block"):
+        await expect(page.get_by_role("button", name=name)).to_have_count(0)
+    await expect(page.get_by_label("Definition (JSON)")).not_to_be_editable()
+    await expect(page.get_by_role("group", name="Flow drawing").locator("[data-block]")).to_have_count(1)
+    await studio.shot("viewer-builder")
+    await page.get_by_role("link", name="Trash").click()
+    await expect(page.get_by_role("table", name="Tools in the trash")).to_contain_text("Gone")
+    await expect(page.get_by_role("button", name="Restore Gone")).to_have_count(0)
+    await expect(page.get_by_role("button", name="Delete Gone permanently")).to_have_count(0)
+    await page.get_by_role("link", name="Servers").click()
+    await expect(page.get_by_role("table", name="Integration servers")).to_contain_text("Shop")
+    await expect(page.get_by_role("button", name="Create server")).to_have_count(0)
+    await page.goto(f"{studio.url}#/servers/{server['id']}")
+    await expect(page.get_by_role("heading", name="Shop")).to_be_visible()
+    await expect(page.get_by_role("button", name="Import")).to_have_count(0)
+    await page.get_by_role("link", name="Executions").click()
+    await expect(page.get_by_text("No executions in flight.")).to_be_visible()
+    await page.get_by_role("link", name="Live debug").click()
+    await page.get_by_label("Contact id").fill("5511")
+    await page.get_by_role("button", name="Open").click()
+    await expect(page.get_by_text("Debug is off for this contact.")).to_be_visible()
+    await expect(page.get_by_label("Debug on for this contact")).to_have_count(0)
+
+
+async def test_a_revoked_key_ends_the_session(studio: Studio) -> None:
+    needs_access_control()
+    from chatflow.handlers.apikeys import create_api_key, revoke_api_key
+
+    key_id, token = await create_api_key(studio.harness.client, studio.harness.keys,
+                                         workspace="w1", role="editor", name="soon revoked")
+    page = studio.page
+    await studio.sign_in(token)
+    await revoke_api_key(studio.harness.client, studio.harness.keys, key_id)
+    await page.get_by_role("link", name="Trash").click()
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await expect(page.get_by_role("alert")).to_contain_text("session ended")
+    assert await page.evaluate("sessionStorage.getItem('chatflow.studio.key')") is None
