@@ -20,6 +20,8 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from ..registry.errors import Invalid, NotFound
+from ..studio import scope
+from .auth import Caller, Writer
 from .deps import Services, services
 
 router = APIRouter()
@@ -32,22 +34,28 @@ CONTACT_ID = r"^[^\s/]{1,200}$"
 
 @router.get("/executions", tags=["executions"],
             summary="The executions in flight: tool, active block, depth, age, deadline")
-async def list_executions(svc: Svc) -> list[dict[str, Any]]:
+async def list_executions(svc: Svc, who: Caller) -> list[dict[str, Any]]:
     # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
     from ..cli.executions_cmd import in_flight
 
-    return [asdict(row) for row in await in_flight(svc.client, svc.keys)]
+    mine = await workspace_tools(svc, who.workspace)
+    return [asdict(row) for row in await in_flight(svc.client, svc.keys)
+            if row.toolId in mine or row.tool in mine]
 
 
 @router.get("/executions/{execution_id}/events", tags=["executions"],
             summary="An execution's event log with its children's, replayed and checked")
-async def execution_events(svc: Svc, execution_id: str) -> dict[str, Any]:
+async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str, Any]:
     from ..cli.replay_cmd import replay_execution
 
     try:
         report = await replay_execution(svc.client, svc.keys, execution_id)
     except ValueError as exc:  # an id that names no partition
         raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
+    mine = await workspace_tools(svc, who.workspace)
+    started = next((e for e in report.trace if e.type == "started"), None)
+    if started is not None and (started.detail or {}).get("publishedToolId") not in mine:
+        report.trace.clear()  # another workspace's execution reads exactly like a missing one
     if not report.trace:
         raise NotFound(f"no event log for execution {execution_id!r} (expired after "
                        "CHATFLOW_STATE_TTL_S, or never existed)", code="execution_not_found")
@@ -63,21 +71,25 @@ def _contact(contact_id: str) -> str:
     return contact_id
 
 
+async def workspace_tools(svc: Services, workspace: str) -> set[str]:
+    return await scope.workspace_tools(svc.registry, workspace)
+
+
 @router.get("/debug/{contact_id}", tags=["debug"], summary="Is debug on for this contact?")
-async def debug_state(svc: Svc, contact_id: str) -> dict[str, Any]:
+async def debug_state(svc: Svc, _who: Caller, contact_id: str) -> dict[str, Any]:
     key = svc.keys.debug_flag(_contact(contact_id))
     return {"contactId": contact_id, "enabled": bool(await svc.client.exists(key))}
 
 
 @router.put("/debug/{contact_id}", tags=["debug"],
             summary="Switch debug on for a contact (every later execution emits debug events)")
-async def debug_on(svc: Svc, contact_id: str) -> dict[str, Any]:
+async def debug_on(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
     await svc.client.set(svc.keys.debug_flag(_contact(contact_id)), "1")
     return {"contactId": contact_id, "enabled": True}
 
 
 @router.delete("/debug/{contact_id}", tags=["debug"], summary="Switch debug off for a contact")
-async def debug_off(svc: Svc, contact_id: str) -> dict[str, Any]:
+async def debug_off(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
     await svc.client.delete(svc.keys.debug_flag(_contact(contact_id)))
     return {"contactId": contact_id, "enabled": False}
 
@@ -101,7 +113,11 @@ def sse_frame(entry_id: str, data: bytes) -> str:
     return f"id: {entry_id}\nevent: debug\ndata: {text}\n\n"
 
 
-async def debug_frames(svc: Services, stream: str, cursor: str) -> AsyncIterator[str]:
+async def debug_frames(svc: Services, stream: str, cursor: str,
+                       workspace: str) -> AsyncIterator[str]:
+    """The stream's entries after ``cursor``; another workspace's events are left out (a
+    contact talks to every workspace's tools), but their ids still advance the client."""
+    visible = scope.DebugScope(svc.client, svc.keys, svc.registry, workspace)
     if cursor == "$":
         # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
         last = await svc.client.xrevrange(stream, count=1)
@@ -115,16 +131,20 @@ async def debug_frames(svc: Services, stream: str, cursor: str) -> AsyncIterator
         for _name, entries in reply:
             for raw_id, fields in entries:
                 cursor = raw_id.decode()
-                yield sse_frame(cursor, fields.get(b"data", b"{}"))
+                data = fields.get(b"data", b"{}")
+                if await visible.allows(data):
+                    yield sse_frame(cursor, data)
+                else:
+                    yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
 
 
 @router.get("/debug/{contact_id}/stream", tags=["debug"],
             summary="Server-sent events from stream:debug:{contactId}; resumes from Last-Event-ID",
             response_class=StreamingResponse)
-async def debug_stream(svc: Svc, contact_id: str,
+async def debug_stream(svc: Svc, who: Caller, contact_id: str,
                        last_event_id: Annotated[str | None, Header()] = None,
                        after: Annotated[str | None, Query()] = None) -> StreamingResponse:
     cursor = start_cursor(last_event_id, after)
     stream = svc.keys.debug(_contact(contact_id))
-    return StreamingResponse(debug_frames(svc, stream, cursor), media_type="text/event-stream",
+    return StreamingResponse(debug_frames(svc, stream, cursor, who.workspace), media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -12,6 +12,7 @@ from chatflow.runtime.validation import parse_definition
 
 from ..projections.metrics import HOUR_MS, to_ms
 from ..registry.errors import NotFound, RegistryError
+from .auth import Caller
 from .deps import Services, services
 
 router = APIRouter(tags=["studio"])
@@ -42,10 +43,10 @@ def daily(buckets: dict[bytes, bytes], now_ms: int, days: int = 7) -> list[dict[
 
 
 @router.get("/tools/{tool_id}/daily", summary="A tool's last seven days: runs, avgMs, successRate")
-async def tool_daily(svc: Svc, tool_id: str,
+async def tool_daily(svc: Svc, who: Caller, tool_id: str,
                      days: Annotated[int, Query(ge=1, le=30)] = 7) -> dict[str, Any]:
     await svc.registry.catch_up()
-    if tool_id not in svc.registry.state.tools:
+    if svc.registry.state.tool_in(tool_id, who.workspace) is None:
         raise NotFound(f"no tool {tool_id!r}")
     buckets = await svc.client.hgetall(svc.keys.proj_buckets(tool_id))
     return {"toolId": tool_id, "days": daily(buckets or {}, to_ms(None), days)}

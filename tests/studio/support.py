@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from chatflow.handlers.api import create_app
+from chatflow.handlers.apikeys import create_api_key
 from tests.api.support import api_settings
 from tests.harness import Harness
 from tests.httpserver import serve_asgi
@@ -66,6 +67,15 @@ class Studio:
         SHOTS.mkdir(exist_ok=True)
         await self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
+    @asynccontextmanager
+    async def as_other_workspace(self) -> AsyncIterator[httpx.AsyncClient]:
+        """The API as an admin of another workspace (``w2``)."""
+        _key_id, token = await create_api_key(self.harness.client, self.harness.keys,
+                                              workspace="w2", role="admin", name="elsewhere")
+        async with httpx.AsyncClient(base_url=self.http.base_url, timeout=30,
+                                     headers={"Authorization": f"Bearer {token}"}) as http:
+            yield http
+
     async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
         response = await self.http.request(method, path, **kw)
         assert response.status_code == status, (response.status_code, response.text)
@@ -73,11 +83,7 @@ class Studio:
 
 
 async def make_key(harness: Harness, role: str) -> str:
-    """An API key of ``role`` in workspace ``w1`` (chatflow.handlers.apikeys, when present)."""
-    try:
-        from chatflow.handlers.apikeys import create_api_key
-    except ImportError:  # before access control: the API is open, any token passes
-        return f"open-{role}"
+    """An API key of ``role`` in workspace ``w1``, made as the CLI makes them."""
     _key_id, token = await create_api_key(harness.client, harness.keys, workspace="w1", role=role,
                                           name=f"studio {role}")
     return token

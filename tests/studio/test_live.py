@@ -99,6 +99,9 @@ async def test_an_executions_page_shows_its_replayed_log_with_the_nested_tool_in
     await expect(log.locator("li.depth-1")).to_contain_text(["started"])
     await expect(page.get_by_text("every transition matches the record.")).to_be_visible()
     await studio.shot("execution")
+    async with studio.as_other_workspace() as other:
+        missing = await other.get(f"/executions/{result.executionId}/events")
+        assert missing.status_code == 404
 
 
 @asynccontextmanager
@@ -132,6 +135,8 @@ async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) ->
         await asyncio.wait_for(arrived.wait(), 20)
         (row,) = await studio.ok("GET", "/executions")
         assert row["block"] == "wait"
+        async with studio.as_other_workspace() as other:
+            assert (await other.get("/executions")).json() == []
         await studio.sign_in()
         await page.get_by_role("link", name="Executions").click()
         table = page.get_by_role("table", name="Executions in flight")

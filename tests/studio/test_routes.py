@@ -67,13 +67,18 @@ async def writes_after_ready(api: Api, contact: str) -> None:
         await api.client.xadd(api.keys.debug(contact), {"data": json.dumps(event)})
 
 
+def event(n: int, tool: str = "t-mine") -> dict[str, Any]:
+    return {"type": "action_result", "n": n, "payload": {"toolId": tool}}
+
+
 async def test_the_debug_stream_resumes_from_last_event_id_without_duplicates_or_gaps(api: Api) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-mine"})
     stream = api.keys.debug("c1")
     for n in range(2):
-        await api.client.xadd(stream, {"data": json.dumps({"type": "action_result", "n": n})})
+        await api.client.xadd(stream, {"data": json.dumps(event(n))})
     ready, first = await read(api, "c1", 2, **{"Last-Event-ID": "0-0"})
     assert ready == "0-0" and [json.loads(f["data"])["n"] for f in first] == [0, 1]
-    pending["c1"] = [{"type": "action_result", "n": n} for n in range(2, 5)]
+    pending["c1"] = [event(n) for n in range(2, 5)]
     ready, rest = await read(api, "c1", 3, **{"Last-Event-ID": first[-1]["id"]})
     assert ready == first[-1]["id"]
     stored = [i.decode() for i, _ in await api.client.xrange(stream)]
@@ -82,12 +87,33 @@ async def test_the_debug_stream_resumes_from_last_event_id_without_duplicates_or
 
 
 async def test_a_new_debug_stream_starts_at_the_current_end_and_names_it(api: Api) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-mine"})
     stream = api.keys.debug("c2")
-    old = (await api.client.xadd(stream, {"data": json.dumps({"old": True})})).decode()
-    pending["c2"] = [{"new": True}]
+    old = (await api.client.xadd(stream, {"data": json.dumps(event(0))})).decode()
+    pending["c2"] = [event(1)]
     ready, got = await read(api, "c2", 1)
     assert ready == old
-    assert json.loads(got[0]["data"]) == {"new": True}
+    assert json.loads(got[0]["data"]) == event(1)
+
+
+async def test_another_workspaces_debug_events_are_left_out_but_their_ids_advance(api: Api) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-mine"})
+    async with api.as_key(await api.new_key(workspace="other", role="admin")) as other:
+        (await other.post("/tools", json={"id": "t-theirs", "name": "secret plans"})).raise_for_status()
+    pending["c3"] = [event(0, "t-theirs"), event(1), event(2, "t-unknown")]
+    _ready, got = await read(api, "c3", 3)
+    assert [f["event"] for f in got] == ["skipped", "debug", "skipped"]
+    assert all(f["data"] == "{}" for f in got if f["event"] == "skipped")
+    stored = [i.decode() for i, _ in await api.client.xrange(api.keys.debug("c3"))]
+    assert [f["id"] for f in got] == stored
+
+
+async def test_a_viewer_reads_debug_but_cannot_switch_it(api: Api) -> None:
+    async with api.as_key(await api.new_key(role="viewer")) as viewer:
+        assert (await viewer.get("/debug/5511")).status_code == 200
+        assert (await viewer.put("/debug/5511")).status_code == 403
+        assert (await viewer.delete("/debug/5511")).status_code == 403
+    assert not await api.client.exists(api.keys.debug_flag("5511"))
 
 
 async def test_a_bad_last_event_id_or_contact_is_a_400(api: Api) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from playwright.async_api import expect
 
+from chatflow.handlers.apikeys import create_api_key, revoke_api_key
 from tests.studio.support import Studio
 
 
@@ -42,15 +42,7 @@ async def test_the_api_docs_render_from_the_wheel_without_a_cdn(studio: Studio) 
     assert outside == []
 
 
-def needs_access_control() -> None:
-    try:
-        import chatflow.handlers.apikeys  # noqa: F401
-    except ImportError:
-        pytest.skip("needs API keys (chatflow.handlers.apikeys): the API has no roles yet")
-
-
 async def test_a_viewer_sees_every_page_without_write_controls(studio: Studio) -> None:
-    needs_access_control()
     page = studio.page
     definition = {"onboardingBlockId": "r", "blocks": {"r": {"type": "return", "id": "r", "value": "x"}}}
     await studio.ok("POST", "/tools", 201, json={"id": "t-seen", "name": "Seen", "definition": definition})
@@ -89,9 +81,6 @@ async def test_a_viewer_sees_every_page_without_write_controls(studio: Studio) -
 
 
 async def test_a_revoked_key_ends_the_session(studio: Studio) -> None:
-    needs_access_control()
-    from chatflow.handlers.apikeys import create_api_key, revoke_api_key
-
     key_id, token = await create_api_key(studio.harness.client, studio.harness.keys,
                                          workspace="w1", role="editor", name="soon revoked")
     page = studio.page
