@@ -12,7 +12,7 @@ from chatflow.runtime.validation import parse_definition
 
 from ..projections.metrics import HOUR_MS, to_ms
 from ..registry.errors import NotFound, RegistryError
-from .auth import Caller
+from .auth import Caller, Writer
 from .deps import Services, services
 
 router = APIRouter(tags=["studio"])
@@ -53,7 +53,8 @@ async def tool_daily(svc: Svc, who: Caller, tool_id: str,
 
 
 @router.post("/definitions/check", summary="Check a definition's shape; problems by JSON path")
-async def check_definition(definition: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+async def check_definition(_who: Writer,
+                           definition: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     _parsed, problems = parse_definition(definition)
     body = RegistryError("", problems=[f"definition.{p}" for p in problems]).body()
     return {"ok": not problems, "problems": body.get("problems", [])}

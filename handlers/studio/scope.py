@@ -69,7 +69,8 @@ class DebugScope:
         command = event.get("commandId")
         if isinstance(command, str) and command in self.commands:
             return self.commands[command]
-        payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+        raw = event.get("payload")
+        payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
         # publishedToolId is what ran; an action's toolId is only the caller's label for it.
         tool = payload.get("publishedToolId") or payload.get("toolId")
         if not isinstance(tool, str) and isinstance(event.get("executionId"), str):

@@ -122,7 +122,7 @@ export async function builderPage(ctx, toolId) {
     draw(svg, def, problems);
     renderAgents();
     renderChoices();
-    check();
+    if (rw) check(); // the check is for whoever can edit; a viewer reads the drawing
   }
   function syncDoc() { doc.value = json(def); update(); }
   let timer = null;
