@@ -1,5 +1,5 @@
 // Building the page from data without ever parsing data as HTML: text goes in as text nodes
-// (Node.append / textContent), attributes through setAttribute. No innerHTML anywhere.
+// (Node.append / textContent), attributes through setAttribute; HTML is never parsed.
 
 const PROPS = new Set(["value", "checked", "selected", "disabled", "hidden"]);
 
