@@ -90,3 +90,31 @@ async def test_a_revoked_key_ends_the_session(studio: Studio) -> None:
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     await expect(page.get_by_role("alert")).to_contain_text("session ended")
     assert await page.evaluate("sessionStorage.getItem('chatflow.studio.key')") is None
+
+
+async def test_the_studio_is_usable_with_the_keyboard_alone(studio: Studio) -> None:
+    page = studio.page
+    await studio.ok("POST", "/tools", 201, json={"id": "t-keys", "name": "Keyboard"})
+    await page.goto(studio.url)
+    await expect(page.get_by_label("API key")).to_be_focused()
+    await page.keyboard.type(studio.admin_key)
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Tools")).to_be_visible()
+
+    async def tab_to(name: str) -> None:
+        for _ in range(30):
+            await page.keyboard.press("Tab")
+            focused = await page.evaluate("document.activeElement.textContent.trim()")
+            if focused == name:
+                return
+        raise AssertionError(f"Tab never reached {name!r}")
+
+    await tab_to("Keyboard")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Keyboard")).to_be_visible()
+    await tab_to("Trash")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Trash")).to_be_visible()
+    await tab_to("Sign out")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
