@@ -194,8 +194,9 @@ export async function builderPage(ctx, toolId) {
       field("Name", name), field("Description", description)),
     h("div", { class: "editor" },
       h("section", { "aria-labelledby": "def-h" }, h("h2", { id: "def-h" }, "Definition"),
-        field("Definition (JSON)", doc, "Edit the JSON; problems and the drawing follow as you type.")),
-      h("div", { class: "side" }, problemsBox,
+        field("Definition (JSON)", doc, rw ? "Edit the JSON; problems and the drawing follow as you type."
+          : "Read-only: a viewer key cannot change tools.")),
+      h("div", { class: "side" }, rw ? problemsBox : null,
         h("section", { "aria-labelledby": "ai-h" }, h("h2", { id: "ai-h" }, "AI agents"),
           rw ? h("div", { class: "check" }, aiToggle, h("label", { for: aiToggle.id || (aiToggle.id = "enabled-ai") }, "Enabled for AI agents"))
             : h("p", {}, def.enabledForAI ? "Enabled for AI agents." : "Not enabled for AI agents."),
