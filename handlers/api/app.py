@@ -33,6 +33,7 @@ from ..settings import Settings
 from ..studio import mount as mount_studio
 from . import (
     access_routes,
+    debug_routes,
     executions_routes,
     internal_routes,
     servers_routes,
@@ -90,7 +91,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     guarded = [Depends(authenticate)]
     for router in (studio_routes.router, tools_routes.router, servers_routes.router,
-                   access_routes.router, executions_routes.router):
+                   access_routes.router, executions_routes.router, debug_routes.router):
         app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
     add_edge_middleware(app, settings)

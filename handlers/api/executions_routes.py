@@ -1,49 +1,36 @@
-"""Executions in flight, an execution's replayed event log, and live debug per contact.
-
-``GET /executions`` and ``GET /executions/{id}/events`` read what ``chatflow executions`` and
-``chatflow replay`` read. ``/debug/{contactId}`` switches the per-contact flag
-(``debug:contact:{id}``, read by the workers at intake) and streams ``stream:debug:{id}`` as
-server-sent events whose ids are the stream's entry ids, so a client that reconnects with
-``Last-Event-ID`` gets every later entry exactly once.
-"""
+"""``GET /executions`` and ``GET /executions/{id}/events``: what ``chatflow executions`` and
+``chatflow replay`` read, for the Studio, confined to the caller's workspace (a tree belongs
+to the workspace of its root tool; another workspace's reads as missing)."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import msgspec
-from fastapi import APIRouter, Depends, Header, Query
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Depends
 
-from ..registry.errors import Invalid, NotFound
+from ..registry.errors import NotFound
 from ..studio import scope
-from .auth import Caller, Writer
+from .auth import Caller
 from .deps import Services, services
 
-router = APIRouter()
+router = APIRouter(tags=["executions"])
 Svc = Annotated[Services, Depends(services)]
-STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
-# A blocked XREAD returns this often, so a closed connection is noticed and proxies see bytes.
-HEARTBEAT_MS = 10_000
-CONTACT_ID = r"^[^\s/]{1,200}$"
 
 
-@router.get("/executions", tags=["executions"],
+@router.get("/executions",
             summary="The executions in flight: tool, active block, depth, age, deadline")
 async def list_executions(svc: Svc, who: Caller) -> list[dict[str, Any]]:
     # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
     from ..cli.executions_cmd import in_flight
 
-    mine = await workspace_tools(svc, who.workspace)
-    return [asdict(row) for row in await in_flight(svc.client, svc.keys)
-            if row.toolId in mine or row.tool in mine]
+    mine = await scope.workspace_tools(svc.registry, who.workspace)
+    # ``tool`` is the publishedToolId that ran; a command's toolId is only its caller's label.
+    return [asdict(row) for row in await in_flight(svc.client, svc.keys) if row.tool in mine]
 
 
-@router.get("/executions/{execution_id}/events", tags=["executions"],
+@router.get("/executions/{execution_id}/events",
             summary="An execution's event log with its children's, replayed and checked")
 async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str, Any]:
     from ..cli.replay_cmd import replay_execution
@@ -52,7 +39,7 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
         report = await replay_execution(svc.client, svc.keys, execution_id)
     except ValueError as exc:  # an id that names no partition
         raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
-    mine = await workspace_tools(svc, who.workspace)
+    mine = await scope.workspace_tools(svc.registry, who.workspace)
     started = next((e for e in report.trace if e.type == "started"), None)
     if started is not None and (started.detail or {}).get("publishedToolId") not in mine:
         report.trace.clear()  # another workspace's execution reads exactly like a missing one
@@ -62,89 +49,3 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
     return {"executionId": execution_id, "events": msgspec.to_builtins(report.trace),
             "replay": {"executions": report.executions, "transitions": report.transitions,
                        "firstDifference": None if report.first is None else str(report.first)}}
-
-
-def _contact(contact_id: str) -> str:
-    if not re.match(CONTACT_ID, contact_id):
-        raise Invalid("contactId: 1 to 200 characters, no spaces or slashes",
-                      code="invalid_contact")
-    return contact_id
-
-
-async def workspace_tools(svc: Services, workspace: str) -> set[str]:
-    return await scope.workspace_tools(svc.registry, workspace)
-
-
-@router.get("/debug/{contact_id}", tags=["debug"], summary="Is debug on for this contact?")
-async def debug_state(svc: Svc, _who: Caller, contact_id: str) -> dict[str, Any]:
-    key = svc.keys.debug_flag(_contact(contact_id))
-    return {"contactId": contact_id, "enabled": bool(await svc.client.exists(key))}
-
-
-@router.put("/debug/{contact_id}", tags=["debug"],
-            summary="Switch debug on for a contact (every later execution emits debug events)")
-async def debug_on(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
-    await svc.client.set(svc.keys.debug_flag(_contact(contact_id)), "1")
-    return {"contactId": contact_id, "enabled": True}
-
-
-@router.delete("/debug/{contact_id}", tags=["debug"], summary="Switch debug off for a contact")
-async def debug_off(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
-    await svc.client.delete(svc.keys.debug_flag(_contact(contact_id)))
-    return {"contactId": contact_id, "enabled": False}
-
-
-def start_cursor(last_event_id: str | None, after: str | None) -> str:
-    """Where the stream resumes: after ``Last-Event-ID``, else ``after`` (``0-0`` replays what
-    the stream holds), else only new entries (``$``)."""
-    cursor = last_event_id or after or "$"
-    if cursor != "$" and not STREAM_ID.match(cursor):
-        raise Invalid("Last-Event-ID / after: a stream entry id like 1700000000000-0",
-                      code="invalid_event_id")
-    return cursor
-
-
-def sse_frame(entry_id: str, data: bytes) -> str:
-    text = data.decode("utf-8", "replace")
-    try:
-        text = json.dumps(json.loads(text), ensure_ascii=False)  # one line
-    except ValueError:
-        text = json.dumps({"raw": text})
-    return f"id: {entry_id}\nevent: debug\ndata: {text}\n\n"
-
-
-async def debug_frames(svc: Services, stream: str, cursor: str,
-                       workspace: str) -> AsyncIterator[str]:
-    """The stream's entries after ``cursor``; another workspace's events are left out (a
-    contact talks to every workspace's tools), but their ids still advance the client."""
-    visible = scope.DebugScope(svc.client, svc.keys, svc.registry, workspace)
-    if cursor == "$":
-        # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
-        last = await svc.client.xrevrange(stream, count=1)
-        cursor = last[0][0].decode() if last else "0-0"
-    yield f"retry: 1000\nid: {cursor}\nevent: ready\ndata: {{}}\n\n"
-    while True:
-        reply = await svc.client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
-        if not reply:
-            yield ": keep-alive\n\n"
-            continue
-        for _name, entries in reply:
-            for raw_id, fields in entries:
-                cursor = raw_id.decode()
-                data = fields.get(b"data", b"{}")
-                if await visible.allows(data):
-                    yield sse_frame(cursor, data)
-                else:
-                    yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
-
-
-@router.get("/debug/{contact_id}/stream", tags=["debug"],
-            summary="Server-sent events from stream:debug:{contactId}; resumes from Last-Event-ID",
-            response_class=StreamingResponse)
-async def debug_stream(svc: Svc, who: Caller, contact_id: str,
-                       last_event_id: Annotated[str | None, Header()] = None,
-                       after: Annotated[str | None, Query()] = None) -> StreamingResponse:
-    cursor = start_cursor(last_event_id, after)
-    stream = svc.keys.debug(_contact(contact_id))
-    return StreamingResponse(debug_frames(svc, stream, cursor, who.workspace), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -129,7 +129,7 @@ async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) ->
                      "timeoutMs": 20000, "defaultOutput": {"type": "block", "blockId": "r"}},
             "r": {"type": "return", "id": "r", "value": "done"}}}
         pt = await publish(studio, "t-slow", slow, "Slow")
-        command = studio.harness.command(pt)
+        command = studio.harness.command(pt, toolId="t-slow")
         after = b"0-0"
         await publish_command(studio.harness.client, studio.harness.keys, command)
         await asyncio.wait_for(arrived.wait(), 20)
