@@ -146,7 +146,7 @@ async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) ->
         await expect(page.get_by_text(f"Cancelled {row['executionId']}.")).to_be_visible()
         found = await wait_results(studio.harness.client, studio.harness.keys.results,
                                    {command.commandId}, after=after, timeout_s=20)
-        (result,) = found.values()
+        ((result,),) = found.values()  # exactly one result: the cancellation
         assert not result.ok and result.error is not None
         assert result.error.code == "execution_cancelled"
         await expect(page.get_by_text("No executions in flight.")).to_be_visible()
