@@ -12,7 +12,7 @@ export async function executionsPage(ctx) {
   async function load() {
     const rows = (await api("GET", "/executions")).map((r) => h("tr", {},
       h("th", { scope: "row" }, h("a", { href: `#/executions/${enc(r.executionId)}` }, r.executionId)),
-      h("td", {}, r.tool),
+      h("td", {}, r.activeTool && r.activeTool !== r.tool ? `${r.tool} → ${r.activeTool}` : r.tool),
       h("td", {}, r.block || "—"),
       h("td", { class: "num" }, String(r.depth)),
       h("td", { class: "num" }, `${(r.ageMs / 1000).toFixed(1)} s`),
