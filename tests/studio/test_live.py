@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -122,6 +123,9 @@ async def stalled_upstream() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.
 
 
 async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) -> None:
+    paths = (await studio.ok("GET", "/openapi.json"))["paths"]
+    if "/api/executions/{executionId}/cancel" not in paths:
+        pytest.skip("the API has no POST /api/executions/{executionId}/cancel yet (built by ops)")
     page = studio.page
     async with stalled_upstream() as (url, arrived, _release):
         slow = {"onboardingBlockId": "wait", "blocks": {
@@ -141,6 +145,7 @@ async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) ->
         await page.get_by_role("link", name="Executions").click()
         table = page.get_by_role("table", name="Executions in flight")
         await expect(table.get_by_role("cell", name="wait", exact=True)).to_be_visible()
+        await expect(table.get_by_role("cell", name=f"Slow ({pt})")).to_be_visible()
         await studio.shot("executions")
         await page.get_by_role("button", name=f"Cancel {row['executionId']}").click()
         await expect(page.get_by_text(f"Cancelled {row['executionId']}.")).to_be_visible()

@@ -10,9 +10,12 @@ export async function executionsPage(ctx) {
   const out = h("div", { "aria-live": "polite" });
   const holder = h("div", {});
   async function load() {
-    const rows = (await api("GET", "/executions")).map((r) => h("tr", {},
+    const [running, tools] = await Promise.all([api("GET", "/executions"), api("GET", "/tools")]);
+    const names = new Map(tools.filter((t) => t.publishedToolId).map((t) => [t.publishedToolId, t.name]));
+    const named = (pt) => (names.has(pt) ? `${names.get(pt)} (${pt})` : pt);
+    const rows = running.map((r) => h("tr", {},
       h("th", { scope: "row" }, h("a", { href: `#/executions/${enc(r.executionId)}` }, r.executionId)),
-      h("td", {}, r.activeTool && r.activeTool !== r.tool ? `${r.tool} → ${r.activeTool}` : r.tool),
+      h("td", {}, r.activeTool && r.activeTool !== r.tool ? `${named(r.tool)} → ${named(r.activeTool)}` : named(r.tool)),
       h("td", {}, r.block || "—"),
       h("td", { class: "num" }, String(r.depth)),
       h("td", { class: "num" }, `${(r.ageMs / 1000).toFixed(1)} s`),
