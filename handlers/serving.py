@@ -60,6 +60,8 @@ def announce(settings: Settings, server: uvicorn.Server) -> None:
     base = settings.api_base_path.rstrip("/")
     where = f"http://{server.config.host}:{server.config.port}{base}"
     print(f"API on {where} (OpenAPI: {where}/openapi.json, docs: {where}/docs)", file=sys.stderr)
+    print(f"Studio on http://{server.config.host}:{server.config.port}/studio/ "
+          "(sign in with an API key)", file=sys.stderr)
 
 
 async def serve_with_worker(settings: Settings, url: str, host: str | None = None,

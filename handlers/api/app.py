@@ -30,7 +30,16 @@ from .. import metrics
 from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings
-from . import access_routes, executions_routes, internal_routes, servers_routes, tools_routes
+from ..studio import mount as mount_studio
+from . import (
+    access_routes,
+    debug_routes,
+    executions_routes,
+    internal_routes,
+    servers_routes,
+    studio_routes,
+    tools_routes,
+)
 from .auth import authenticate, unguarded_routes
 from .deps import Services
 from .limits import RequestLimits
@@ -63,7 +72,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     app = FastAPI(title="chatflow-agent", version="0.4.0", lifespan=lifespan,
                   description="Tool registry, integration servers and test runs.",
-                  openapi_url=f"{base}/openapi.json", docs_url=f"{base}/docs", redoc_url=None)
+                  openapi_url=f"{base}/openapi.json", docs_url=None, redoc_url=None)
 
     @app.exception_handler(RegistryError)
     async def registry_error(_request: Request, exc: RegistryError) -> JSONResponse:
@@ -81,8 +90,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
                              "problems": problems}, status_code=400)
 
     guarded = [Depends(authenticate)]
-    for router in (tools_routes.router, servers_routes.router, access_routes.router,
-                   executions_routes.router):
+    for router in (studio_routes.router, tools_routes.router, servers_routes.router,
+                   access_routes.router, executions_routes.router, debug_routes.router):
         app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
     add_edge_middleware(app, settings)
@@ -97,6 +106,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
         await metrics.refresh_streams(services.client, services.keys)
 
     app.mount("/metrics", metrics.asgi_app(refresh))
+    mount_studio(app, base)  # /studio/ and {base}/docs, from the wheel (no CDN)
     return app
 
 

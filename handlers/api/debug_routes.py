@@ -1,0 +1,108 @@
+"""Live debug per contact: the flag ``debug:contact:{id}`` (read by the workers at intake) and
+``stream:debug:{id}`` as server-sent events whose ids are the stream's entry ids, so a client
+that reconnects with ``Last-Event-ID`` gets every later entry exactly once. Events of another
+workspace's tools are sent as bare ``skipped`` events (handlers/studio/scope.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import StreamingResponse
+
+from ..registry.errors import Invalid
+from ..studio import scope
+from .auth import Caller, Writer
+from .deps import Services, services
+
+router = APIRouter(tags=["debug"])
+Svc = Annotated[Services, Depends(services)]
+STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+# A blocked XREAD returns this often, so a closed connection is noticed and proxies see bytes.
+HEARTBEAT_MS = 10_000
+CONTACT_ID = r"^[^\s/]{1,200}$"
+
+
+def _contact(contact_id: str) -> str:
+    if not re.match(CONTACT_ID, contact_id):
+        raise Invalid("contactId: 1 to 200 characters, no spaces or slashes",
+                      code="invalid_contact")
+    return contact_id
+
+
+@router.get("/debug/{contact_id}", summary="Is debug on for this contact?")
+async def debug_state(svc: Svc, _who: Caller, contact_id: str) -> dict[str, Any]:
+    key = svc.keys.debug_flag(_contact(contact_id))
+    return {"contactId": contact_id, "enabled": bool(await svc.client.exists(key))}
+
+
+@router.put("/debug/{contact_id}",
+            summary="Switch debug on for a contact (every later execution emits debug events)")
+async def debug_on(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
+    await svc.client.set(svc.keys.debug_flag(_contact(contact_id)), "1")
+    return {"contactId": contact_id, "enabled": True}
+
+
+@router.delete("/debug/{contact_id}", summary="Switch debug off for a contact")
+async def debug_off(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
+    await svc.client.delete(svc.keys.debug_flag(_contact(contact_id)))
+    return {"contactId": contact_id, "enabled": False}
+
+
+def start_cursor(last_event_id: str | None, after: str | None) -> str:
+    """Where the stream resumes: after ``Last-Event-ID``, else ``after`` (``0-0`` replays what
+    the stream holds), else only new entries (``$``)."""
+    cursor = last_event_id or after or "$"
+    if cursor != "$" and not STREAM_ID.match(cursor):
+        raise Invalid("Last-Event-ID / after: a stream entry id like 1700000000000-0",
+                      code="invalid_event_id")
+    return cursor
+
+
+def sse_frame(entry_id: str, data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    try:
+        text = json.dumps(json.loads(text), ensure_ascii=False)  # one line
+    except ValueError:
+        text = json.dumps({"raw": text})
+    return f"id: {entry_id}\nevent: debug\ndata: {text}\n\n"
+
+
+async def debug_frames(svc: Services, stream: str, cursor: str,
+                       workspace: str) -> AsyncIterator[str]:
+    """The stream's entries after ``cursor``; another workspace's events are left out (a
+    contact talks to every workspace's tools), but their ids still advance the client."""
+    visible = scope.DebugScope(svc.client, svc.keys, svc.registry, workspace)
+    if cursor == "$":
+        # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
+        last = await svc.client.xrevrange(stream, count=1)
+        cursor = last[0][0].decode() if last else "0-0"
+    yield f"retry: 1000\nid: {cursor}\nevent: ready\ndata: {{}}\n\n"
+    while True:
+        reply = await svc.client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
+        if not reply:
+            yield ": keep-alive\n\n"
+            continue
+        for _name, entries in reply:
+            for raw_id, fields in entries:
+                cursor = raw_id.decode()
+                data = fields.get(b"data", b"{}")
+                if await visible.allows(data):
+                    yield sse_frame(cursor, data)
+                else:
+                    yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
+
+
+@router.get("/debug/{contact_id}/stream",
+            summary="Server-sent events from stream:debug:{contactId}; resumes from Last-Event-ID",
+            response_class=StreamingResponse)
+async def debug_stream(svc: Svc, who: Caller, contact_id: str,
+                       last_event_id: Annotated[str | None, Header()] = None,
+                       after: Annotated[str | None, Query()] = None) -> StreamingResponse:
+    cursor = start_cursor(last_event_id, after)
+    stream = svc.keys.debug(_contact(contact_id))
+    return StreamingResponse(debug_frames(svc, stream, cursor, who.workspace), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -1,0 +1,127 @@
+// The shell: sign-in, navigation between pages (hash routes), sign-out.
+import { ApiError, apiBase, configure, me, session, whenUnauthorized } from "./api.js";
+import { button, clear, field, h } from "./dom.js";
+import { builderPage } from "./pages/builder.js";
+import { debugPage } from "./pages/debug.js";
+import { executionPage, executionsPage } from "./pages/executions.js";
+import { serverPage, serversPage } from "./pages/servers.js";
+import { toolsPage, trashPage } from "./pages/tools.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+const statusEl = document.getElementById("status");
+
+const ROUTES = [
+  [/^#\/tools$/, toolsPage],
+  [/^#\/tools\/([^/]+)$/, builderPage],
+  [/^#\/trash$/, trashPage],
+  [/^#\/servers$/, serversPage],
+  [/^#\/servers\/([^/]+)$/, serverPage],
+  [/^#\/executions$/, executionsPage],
+  [/^#\/executions\/([^/]+)$/, executionPage],
+  [/^#\/debug$/, debugPage],
+];
+
+let principal = null;
+let leaving = [];
+let current = 0; // the latest navigation; a slower earlier one must not paint over it
+
+function say(text) { statusEl.textContent = text; }
+
+function leave() {
+  for (const fn of leaving) { try { fn(); } catch { /* a page's cleanup never blocks the next */ } }
+  leaving = [];
+}
+
+function signInForm(reason) {
+  leave();
+  principal = null;
+  nav.hidden = true;
+  who.hidden = true;
+  const input = h("input", { type: "password", name: "key", autocomplete: "off", required: true, spellcheck: "false" });
+  const error = h("p", { class: "error", role: "alert" }, reason || "");
+  const form = h("form", { class: "card signin", "aria-labelledby": "signin-h" },
+    h("h1", { id: "signin-h" }, "Sign in"),
+    h("p", {}, "Paste an API key. `chatflow up` prints one; `chatflow keys create` makes more."),
+    field("API key", input),
+    error,
+    h("button", { type: "submit" }, "Sign in"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    session.set(input.value.trim());
+    input.value = "";
+    try {
+      await start();
+    } catch (err) {
+      session.clear();
+      error.textContent = err instanceof ApiError ? `Refused: ${err.message}` : String(err);
+    }
+  });
+  clear(main, form);
+  input.focus();
+}
+
+async function start() {
+  principal = await me();
+  nav.hidden = false;
+  who.hidden = false;
+  document.getElementById("who-text").textContent =
+    `${principal.name || principal.keyId || "key"} · ${principal.role}${principal.workspace ? ` · ${principal.workspace}` : ""}`;
+  if (!location.hash || location.hash === "#" || location.hash === "#main") location.hash = "#/tools";
+  else await route();
+}
+
+async function route() {
+  if (!principal) return;
+  leave();
+  const mine = ++current;
+  const hash = location.hash;
+  for (const [re, page] of ROUTES) {
+    const m = hash.match(re);
+    if (!m) continue;
+    const ctx = {
+      me: principal,
+      canWrite: principal.role === "admin" || principal.role === "editor",
+      say,
+      onLeave: (fn) => leaving.push(fn),
+      go: (to) => { location.hash = to; },
+    };
+    clear(main, h("p", {}, "Loading…"));
+    for (const a of nav.querySelectorAll("a")) {
+      if (a.getAttribute("href") === `#/${hash.split("/")[1]}`) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    try {
+      const node = await page(ctx, ...m.slice(1).map(decodeURIComponent));
+      if (mine !== current) return;
+      clear(main, node);
+      const heading = main.querySelector("h1");
+      document.title = `${heading ? heading.textContent : "Studio"} · chatflow Studio`;
+    } catch (err) {
+      if (mine !== current || (err instanceof ApiError && err.status === 401)) return;
+      clear(main, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, String(err.message || err)),
+        button("Back to tools", () => { location.hash = "#/tools"; }));
+    }
+    main.focus({ preventScroll: true });
+    return;
+  }
+  location.hash = "#/tools";
+}
+
+document.getElementById("sign-out").addEventListener("click", () => {
+  session.clear();
+  signInForm("Signed out.");
+});
+
+whenUnauthorized((reason) => signInForm(reason));
+window.addEventListener("hashchange", () => { if (location.hash !== "#main") route(); });
+
+async function boot() {
+  await configure();
+  document.getElementById("api-docs").setAttribute("href", `${apiBase()}/docs`);
+  if (!session.key) return signInForm("");
+  try { await start(); } catch (err) { session.clear(); signInForm(String(err.message || err)); }
+}
+
+boot();

@@ -1,0 +1,106 @@
+// Integration servers (usedBy, metrics, endpoints, headers with write-only secrets, OpenAPI
+// import, endpoint test) and LLM credentials (keys shown masked, as the API sends them).
+import { api, ApiError } from "../api.js";
+import { button, field, h, json, table } from "../dom.js";
+import { refusal } from "./tools.js";
+
+const enc = encodeURIComponent;
+
+function form(label, controls, submit, onsubmit) {
+  const f = h("form", { class: "card", "aria-label": label }, h("h2", {}, label), controls, h("button", { type: "submit" }, submit));
+  f.addEventListener("submit", (ev) => { ev.preventDefault(); onsubmit(f); });
+  return f;
+}
+
+async function guarded(out, fn) {
+  try { await fn(); } catch (err) { if (!(err instanceof ApiError)) throw err; out.replaceChildren(refusal(err)); }
+}
+
+export async function serversPage(ctx) {
+  const [servers, creds] = await Promise.all([api("GET", "/integration-servers"), api("GET", "/llm-credentials")]);
+  const out = h("div", { "aria-live": "polite" });
+  const rows = servers.map((srv) => h("tr", {},
+    h("th", { scope: "row" }, h("a", { href: `#/servers/${enc(srv.id)}` }, srv.name)),
+    h("td", {}, srv.baseUrl),
+    h("td", { class: "num" }, String((srv.metrics || {}).endpoints ?? (srv.endpoints || []).length)),
+    h("td", {}, (srv.usedBy || []).length ? (srv.usedBy || []).map((u) => u.name || u.toolId).join(", ") : "—")));
+  const credRows = creds.map((c) => h("tr", {},
+    h("th", { scope: "row" }, c.name), h("td", {}, c.provider || "openai"), h("td", {}, c.baseUrl || "—"),
+    h("td", {}, h("code", {}, c.apiKey || "••••••••"))));
+  let create = null, createCred = null;
+  if (ctx.canWrite) {
+    const name = h("input", { type: "text", name: "name", required: true });
+    const baseUrl = h("input", { type: "url", name: "baseUrl", required: true, placeholder: "https://api.example.com/v1" });
+    create = form("New server", [field("Server name", name), field("Base URL", baseUrl)], "Create server", () => guarded(out, async () => {
+      const srv = await api("POST", "/integration-servers", { name: name.value, baseUrl: baseUrl.value });
+      ctx.go(`#/servers/${enc(srv.id)}`);
+    }));
+    const cname = h("input", { type: "text", name: "credName", required: true });
+    const ckey = h("input", { type: "password", name: "apiKey", required: true, autocomplete: "off" });
+    createCred = form("New LLM credential", [field("Credential name", cname), field("Provider API key", ckey, "Write-only: stored encrypted, never shown again.")],
+      "Add credential", () => guarded(out, async () => {
+        await api("POST", "/llm-credentials", { name: cname.value, apiKey: ckey.value });
+        ckey.value = "";
+        ctx.go("#/servers"); window.dispatchEvent(new HashChangeEvent("hashchange"));
+      }));
+  }
+  return h("section", { "aria-labelledby": "srv-h" },
+    h("h1", { id: "srv-h" }, "Integration servers"), out,
+    table("Integration servers", ["Name", "Base URL", "Endpoints", "Used by"], rows, "No integration servers yet."),
+    create,
+    h("h2", {}, "LLM credentials"),
+    table("LLM credentials", ["Name", "Provider", "Base URL", "API key"], credRows, "No LLM credentials yet."),
+    createCred);
+}
+
+export async function serverPage(ctx, serverId) {
+  const srv = await api("GET", `/integration-servers/${enc(serverId)}`);
+  const out = h("div", { "aria-live": "polite" });
+  const reload = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+  const headerRows = (srv.headers || []).map((hd) => h("tr", {},
+    h("th", { scope: "row" }, hd.name),
+    h("td", {}, hd.secret ? "•••••••• (secret, write-only)" : hd.value)));
+  const epRows = (srv.endpoints || []).map((ep) => h("tr", {},
+    h("th", { scope: "row" }, ep.name), h("td", {}, ep.method), h("td", {}, h("code", {}, ep.path)),
+    ctx.canWrite ? h("td", {}, button("Test", () => guarded(out, async () => {
+      const res = await api("POST", `/integration-servers/${enc(serverId)}/endpoints/${enc(ep.id)}/test`, { paramMappings: [], variables: {} });
+      out.replaceChildren(h("section", { "aria-label": `Test of ${ep.name}` }, h("h3", {}, `Test of ${ep.name}`), h("pre", {}, json(res))));
+    }), { "aria-label": `Test ${ep.name}` })) : null));
+  const epHeaders = ["Name", "Method", "Path"];
+  if (ctx.canWrite) epHeaders.push("Actions");
+  const parts = [
+    h("h1", { id: "one-srv-h" }, srv.name),
+    h("p", { class: "muted" }, srv.baseUrl, " · used by ", (srv.usedBy || []).map((u) => u.name || u.toolId).join(", ") || "no tool"),
+    out,
+    h("h2", {}, "Headers"),
+    table("Headers", ["Header", "Value"], headerRows, "No headers."),
+  ];
+  if (ctx.canWrite) {
+    const hname = h("input", { type: "text", name: "headerName", required: true });
+    const hvalue = h("input", { type: "password", name: "headerValue", required: true, autocomplete: "off" });
+    const secret = h("input", { type: "checkbox", name: "secret", checked: true, id: "hdr-secret" });
+    secret.addEventListener("change", () => { hvalue.type = secret.checked ? "password" : "text"; });
+    parts.push(form("Add a header", [field("Header name", hname), field("Header value", hvalue),
+      h("div", { class: "check" }, secret, h("label", { for: "hdr-secret" }, "Secret (write-only, stored encrypted)"))],
+    "Add header", () => guarded(out, async () => {
+      const headers = [...(srv.headers || []).map((x) => ({ name: x.name, value: x.value, secret: !!x.secret })),
+        { name: hname.value, value: hvalue.value, secret: secret.checked }];
+      await api("PATCH", `/integration-servers/${enc(serverId)}`, { headers });
+      hvalue.value = "";
+      reload();
+    })));
+  }
+  parts.push(h("h2", {}, "Endpoints"), table("Endpoints", epHeaders, epRows, "No endpoints yet."));
+  if (ctx.canWrite) {
+    const spec = h("textarea", { name: "spec", class: "code", rows: 8, spellcheck: "false" });
+    const file = h("input", { type: "file", name: "specFile", accept: ".yaml,.yml,.json,application/json,application/yaml" });
+    file.addEventListener("change", async () => { if (file.files[0]) spec.value = await file.files[0].text(); });
+    parts.push(form("Import OpenAPI", [field("OpenAPI spec (YAML or JSON)", spec), field("Or upload a file", file)], "Import",
+      () => guarded(out, async () => {
+        const res = await api("POST", `/integration-servers/${enc(serverId)}/import-openapi`, spec.value, "application/yaml");
+        ctx.say(`Imported ${res.imported} endpoint(s)`);
+        reload();
+      })));
+  }
+  return h("article", { "aria-labelledby": "one-srv-h" }, parts);
+}
