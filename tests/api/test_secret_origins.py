@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.api.support import Api, Upstream
-from tests.httpserver import serve_asgi
 from tests.registry.defs import call_ai, call_endpoint
+from tests.support.http import serve_asgi
 
 SERVER_SECRET = "Bearer server-secret-4711"
 ENDPOINT_SECRET = "endpoint-secret-0815"

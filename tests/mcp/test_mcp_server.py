@@ -21,7 +21,6 @@ from chatflow.handlers.mcp_server import MCP_PATH, http_app
 from chatflow.handlers.registry.scope import Scope
 from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.harness import Harness
-from tests.httpserver import serve_asgi
 from tests.mcp.support import (
     SHOP_TOOLS,
     Runtime,
@@ -30,6 +29,7 @@ from tests.mcp.support import (
     returning,
     stdio_session,
 )
+from tests.support.http import serve_asgi
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},

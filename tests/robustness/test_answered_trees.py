@@ -10,7 +10,7 @@ from chatflow.handlers.keys import COMMANDS_GROUP, STEPS_GROUP
 from chatflow.handlers.worker import Worker, ensure_groups
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer
+from tests.support.http import LoopbackServer
 
 
 async def test_a_cancelled_tree_never_sends_the_http_call_it_had_queued(

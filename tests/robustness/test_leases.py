@@ -19,7 +19,7 @@ from chatflow.runtime.state import ExecState
 from chatflow.schemas.wire import ExecuteToolCommand
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer, Reply, Request, json_reply
+from tests.support.http import LoopbackServer, Reply, Request, json_reply
 
 CLAIM_IDLE_MS = 500
 

@@ -9,7 +9,7 @@ import pytest
 from chatflow.runtime.interpolation import UnsafeUrlTemplate, render_url
 from tests.core.tools import http, ret, tool
 from tests.harness import Harness
-from tests.httpserver import LoopbackServer
+from tests.support.http import LoopbackServer
 
 
 @pytest.fixture

@@ -88,8 +88,8 @@ async def test_a_streamable_http_server_is_a_toolset_and_gets_the_headers(
     openai_fake: ProviderFake,
 ) -> None:
     from chatflow_agent.mcp import MCPServerStreamableHTTP
-    from tests.httpserver import serve_asgi
     from tests.sdk.mcp_inventory_server import server as inventory_app
+    from tests.support.http import serve_asgi
 
     seen: list[str] = []
     app = inventory_app.streamable_http_app()

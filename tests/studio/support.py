@@ -22,7 +22,7 @@ from chatflow.handlers.api import create_app
 from chatflow.handlers.apikeys import create_api_key
 from tests.api.support import api_settings
 from tests.harness import Harness
-from tests.httpserver import serve_asgi
+from tests.support.http import serve_asgi
 
 SHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 HOW = ("install Chromium (`apt-get install chromium`, or set CHROMIUM=/path/to/chrome) and the "

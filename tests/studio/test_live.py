@@ -17,8 +17,8 @@ from starlette.routing import Route
 
 from chatflow.handlers.client import publish as publish_command
 from chatflow.handlers.client import wait_results
-from tests.httpserver import serve_asgi
 from tests.studio.support import Studio
+from tests.support.http import serve_asgi
 
 HTML = "<img src=x onerror=alert(1)><b>bold</b>"
 
