@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from .messages import ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from .runner import RunResult
+    from .result import RunResult
 
 
 @dataclass(frozen=True)

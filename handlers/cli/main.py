@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tools": ("tools_cmd", "create, save, publish, trash and restore tools"),
     "servers": ("servers_cmd", "integration servers and their endpoints"),
     "keys": ("keys_cmd", "API keys: create, list, revoke"),
-    "mcp": ("mcp_cmd", "serve a workspace's AI tools over MCP (stdio or streamable HTTP)"),
+    "mcp": ("mcp_cmd", "serve a workspace's AI tools to MCP clients (stdio or HTTP)"),
 }
 
 

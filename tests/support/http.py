@@ -108,7 +108,9 @@ class LoopbackServer:
     def app(self) -> Starlette:
         async def serve(request: StarletteRequest) -> Response:
             query = request.url.query
-            req = Request(request.method, request.url.path + (f"?{query}" if query else ""),
+            # As sent: the raw path, percent-escapes kept (url.path is decoded).
+            raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+            req = Request(request.method, raw + (f"?{query}" if query else ""),
                           request.headers, await request.body())
             self.requests.append(req)
             handler = self.routes.get((request.method, request.url.path))
