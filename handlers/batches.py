@@ -22,7 +22,8 @@ from typing import Any
 
 from faststream.redis import RedisBroker
 
-Entry = tuple[bytes, dict[bytes, bytes]]
+from .redis_client import Entry
+
 _NULL = {b"__data__": b"null"}
 _QUIET: Any = None  # FastStream's per-message INFO lines would drown ours
 

@@ -26,14 +26,13 @@ from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolErr
 from . import metrics
 from .commandhead import command_head
 from .keys import COMMANDS_GROUP, Keys
-from .redis_client import Client
+from .redis_client import Client, Entry
 from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .store import Commit, Publish, Store, dead_letter
 
 log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
 _enc = msgspec.json.Encoder()
-Entry = tuple[bytes, dict[bytes, bytes]]
 RunAhead = Callable[[int, list[Transition | None]], Awaitable[None]]
 
 

@@ -66,7 +66,8 @@ class Keys(PublicKeys):
     def state(self, n: int, exec_id: str) -> str:
         return f"{self._tag(n)}:exec:{exec_id}"
 
-    def command(self, n: int, command_id: str) -> str:
+    def command_guard(self, n: int, command_id: str) -> str:
+        """The idempotency guard of one command id (not the commands stream: see ``commands``)."""
         return f"{self._tag(n)}:cmd:{command_id}"
 
     def done(self, n: int, root_id: str) -> str:

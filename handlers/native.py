@@ -37,13 +37,12 @@ from chatflow_agent.runtime_specs import native_spec
 from chatflow_agent.tools import Tool
 
 from .keys import NATIVE_GROUP, Keys
-from .redis_client import Client
+from .redis_client import Client, Entry
 from .settings import reply_matcher
 
 log = structlog.get_logger("chatflow.native")
 # Where a call's replyTo may point (under the key prefix); anything else gets the default.
 NATIVE_REPLY_STREAMS = "stream:native-tool-results,stream:native-tool-results:*"
-Entry = tuple[bytes, dict[bytes, bytes]]
 
 
 _decode_call = msgspec.json.Decoder(NativeCall)

@@ -26,12 +26,12 @@ from . import metrics
 from .intake import ack_and_delete
 from .keys import Keys
 from .leases import Leases
+from .redis_client import Entry
 from .settings import Settings
 from .store import Store, dead_letter
 from .trees import End, end_trees
 
 log = structlog.get_logger("chatflow.recovery")
-Entry = tuple[bytes, dict[bytes, bytes]]
 OWN_STREAMS = frozenset({"commands", "steps", "outbox"})  # read by the runtime's groups alone
 
 
@@ -118,7 +118,7 @@ class Recovery:
             msg = step_decoder.decode(fields[b"d"])
         except (KeyError, msgspec.DecodeError):
             return
-        (state,) = await self.store.load_states([(partition, msg.e)])
+        (state,) = await self.store.load_states([(partition, msg.exec_id)])
         if state is None or state.status == "done":
             return
         failure = errors.internal_error("step kept failing; dead-lettered")

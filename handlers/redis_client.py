@@ -15,6 +15,7 @@ from redis.exceptions import AuthenticationError, ResponseError
 from chatflow.runtime.errors import ConfigurationError
 
 Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the commands we use
+Entry = tuple[bytes, dict[bytes, bytes]]  # one stream entry as XREADGROUP returns it: (id, fields)
 
 
 def redact(url: str) -> str:

@@ -14,11 +14,11 @@ import structlog
 
 from . import metrics
 from .keys import RELAY_GROUP, Keys
+from .redis_client import Entry
 from .settings import Settings
 from .store import Publish, Store
 
 log = structlog.get_logger("chatflow.relay")
-Entry = tuple[bytes, dict[bytes, bytes]]
 
 
 class Relay:

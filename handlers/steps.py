@@ -25,15 +25,14 @@ from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import SpawnChild
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
-from chatflow.schemas.definition import ToolDefinition
+from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
 
 from . import metrics
 from .logging import bound_execution
+from .redis_client import Entry
 from .store import Commit, Store
 
 log = structlog.get_logger("chatflow.steps")
-
-Entry = tuple[bytes, dict[bytes, bytes]]
 
 
 def now_ms() -> int:
@@ -45,7 +44,7 @@ class Pending:
     """A block that must talk to the outside world before its transition is known."""
 
     state: ExecState
-    block: Any
+    block: RunnableBlock
 
 
 class StepProcessor:
@@ -71,8 +70,9 @@ class StepProcessor:
                 log.error("step entry undecodable; dropped", entry=entry_id, partition=partition)
                 dropped.append(Commit(partition, "", None, entry_id))
         states = await self.store.load_states(
-            [(partition, m.e) for _, m in msgs],
-            known=[m.s if m.s is not None and m.s.version == m.v else None for _, m in msgs])
+            [(partition, m.exec_id) for _, m in msgs],
+            known=[m.state if m.state is not None and m.state.version == m.version else None
+                   for _, m in msgs])
         await self._ensure_definitions(partition, [s for s in states if s is not None])
         # Decide synchronously what needs no I/O (returns, resumes, guardrails); blocks that
         # talk to the outside run as tasks. What is known commits in waves, as soon as it is
@@ -124,7 +124,7 @@ class StepProcessor:
             settled.append(result and self.machine.settle(result, self._definition, now))
         await self.run_ahead(partition, settled)
         for ((entry_id, msg), state, _), transition in zip(decided, settled, strict=True):
-            root = state.rootId if state else msg.e.split(".", 1)[0]
+            root = state.rootId if state else msg.exec_id.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
 
@@ -172,9 +172,9 @@ class StepProcessor:
                 if t is None:
                     continue
                 for step in t.steps:
-                    if step.k == "resume":
-                        written = next((w for w in reversed(t.writes) if w.execId == step.e), None)
-                        wanted.append((i, step.e, written))
+                    if step.kind == "resume":
+                        written = next((w for w in reversed(t.writes) if w.execId == step.exec_id), None)
+                        wanted.append((i, step.exec_id, written))
             if not wanted:
                 return
             parents = await self.store.load_states([(partition, e) for _, e, _ in wanted],
@@ -237,7 +237,7 @@ class StepProcessor:
 
     def _decide_bound(self, msg: StepMsg, state: ExecState | None) -> Transition | Pending | None:
         """The transition for one step, a block to run, or None when the entry is stale."""
-        if state is None or state.status == "done" or state.version != msg.v:
+        if state is None or state.status == "done" or state.version != msg.version:
             return None
         published = self.definitions.get(state.defHash)
         if published is None:
@@ -245,7 +245,7 @@ class StepProcessor:
                 f"definition {state.defHash} of {state.publishedToolId} is gone"), self.clock())
         definition = published.definition
         try:
-            if msg.k == "resume":
+            if msg.kind == "resume":
                 if state.status != "waiting" or msg.child is None:
                     return None
                 return self.machine.after_child(state, definition, msg.child, self.clock())
@@ -258,13 +258,14 @@ class StepProcessor:
         except Exception as exc:
             return self._crashed(state, exc)
 
-    async def _run_block(self, state: ExecState, block: Any) -> Transition:
+    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
         outcome = await self.runner.run(state, block, self.clock())
         now = self.clock()
-        if isinstance(outcome, SpawnChild):
-            return self.machine.spawn(state, block, outcome, now)
         if isinstance(outcome, Unsupported):
             return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, ToolFailure):
+        if isinstance(outcome, SpawnChild | ToolFailure):
+            assert isinstance(block, CallToolBlock)  # only a callTool spawns or fails to load
+            if isinstance(outcome, SpawnChild):
+                return self.machine.spawn(state, block, outcome, now)
             return self.machine.load_failure(state, block, outcome, now)
         return self.machine.after_block(state, block, outcome, now)

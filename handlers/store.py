@@ -350,7 +350,7 @@ class Store:
         add = ops.append
         state_ttl = self.state_ttl_s
         if c.command_guard is not None:
-            add(("guardnx", key(k.command(n, c.command_guard)), c.root_id, self.dedup_ttl_s, ""))
+            add(("guardnx", key(k.command_guard(n, c.command_guard)), c.root_id, self.dedup_ttl_s, ""))
         for exec_id, version in t.also_expect:
             add(("expect", key(k.state(n, exec_id)), str(version), "", ""))
         for digest, data in t.definitions.items():
@@ -363,10 +363,10 @@ class Store:
         if t.steps:
             steps_key = key(k.steps(n))
             for step in t.steps:
-                inline = blobs.get((step.e, step.v))
+                inline = blobs.get((step.exec_id, step.version))
                 raw = (msgspec.Raw(inline) if inline is not None
                        and len(inline) <= INLINE_STATE_MAX else None)
-                out = state_encoder.encode(StepOut(step.e, step.v, step.k, step.child, raw))
+                out = state_encoder.encode(StepOut(step.exec_id, step.version, step.kind, step.child, raw))
                 add(("step", steps_key, out.decode(), "", ""))
         self._emit_ops(t, n, key, add, redirect)
         for entry in t.log:

@@ -37,7 +37,7 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 
 from . import metrics as prom
-from .batches import Entry, entries_of, raw_broker, raw_entries
+from .batches import entries_of, raw_broker, raw_entries
 from .health import HealthServer
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
@@ -45,7 +45,7 @@ from .leases import Leases
 from .native import NativeToolServer
 from .projections.execlog import ExecutionLog, trim_source
 from .recovery import Recovery
-from .redis_client import Client, make_client
+from .redis_client import Client, Entry, make_client
 from .relay import Relay
 from .settings import Settings
 from .steps import StepProcessor

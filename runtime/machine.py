@@ -19,6 +19,7 @@ from chatflow.schemas.definition import (
     CallToolBlock,
     PublishedTool,
     ReturnBlock,
+    RunnableBlock,
     ToolDefinition,
     UnknownBlock,
 )
@@ -40,7 +41,6 @@ from .limits import Limits
 from .outcome import BlockOutcome, SpawnChild
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
-Block = Any  # one of schemas.definition's block models
 # Blocks with no effect outside the runtime: a script in a V8 sandbox with no host access,
 # and a callTool, whose only I/O reads the child's definition. Running one again after a
 # crash changes nothing outside, so a handler may run it in whichever hop reaches it.
@@ -114,7 +114,7 @@ class Machine:
 
     # -- one step --------------------------------------------------------------
 
-    def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> Block | Transition:
+    def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> RunnableBlock | Transition:
         """The block to run next, or the Transition when a guardrail ends the run first."""
         if now > state.deadlineMs:
             return self.abort(state, errors.tool_timeout(
@@ -145,7 +145,7 @@ class Machine:
         return block
 
     def after_block(
-        self, state: ExecState, block: Block, outcome: BlockOutcome, now: int
+        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
     ) -> Transition:
         t = Transition(expect=(state.execId, state.version))
         state.variables.update(outcome.writes)
@@ -242,8 +242,8 @@ class Machine:
         """Fold a child's ``resume`` step for ``parent`` into ``t``: the parent continues in
         the same commit, guarded by its own version, instead of after another stream hop."""
         for i, step in enumerate(t.steps):
-            if (step.k == "resume" and step.e == parent.execId and step.child is not None
-                    and parent.version == step.v and parent.status == "waiting"):
+            if (step.kind == "resume" and step.exec_id == parent.execId and step.child is not None
+                    and parent.version == step.version and parent.status == "waiting"):
                 return _fuse(t, i, self.after_child(parent, definition, step.child, now))
         return t
 
@@ -267,7 +267,7 @@ class Machine:
         return t
 
     def next_inert_block(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
-                         now: int) -> tuple[int, ExecState, Block] | None:
+                         now: int) -> tuple[int, ExecState, RunnableBlock] | None:
         """The first run step of ``t`` whose next block is inert (``INERT_BLOCKS``), with its
         state. The caller runs that block (it needs I/O, so it cannot happen here) and folds
         the outcome back in with ``fold``: how such blocks run inside the current hop."""
@@ -296,7 +296,7 @@ class Machine:
             return errors.tool_invocations(self.limits.max_invocations)
         return None
 
-    def _navigate(self, state: ExecState, block: Block, outcome: BlockOutcome, now: int,
+    def _navigate(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
                   t: Transition) -> Transition:
         target, matched = pick_target(block.outputConditions, block.defaultOutput,
                                       state.variables, state.context)
@@ -308,7 +308,7 @@ class Machine:
         state.hops += 1
         return self._continue(state, t)
 
-    def _log_block(self, state: ExecState, block: Block, outcome: BlockOutcome,
+    def _log_block(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome,
                    matched: str | None, t: Transition, now: int, nxt: str | None = None) -> None:
         error = outcome.error
         t.log.append(LogEntry(
@@ -376,10 +376,10 @@ class Machine:
 
 def _running(t: Transition, step: StepMsg) -> ExecState | None:
     """The state a ``run`` step of ``t`` would advance, if ``t`` wrote it and it still runs."""
-    if step.k != "run":
+    if step.kind != "run":
         return None
-    state = next((s for s in reversed(t.writes) if s.execId == step.e), None)
-    if state is None or state.version != step.v or state.status != "running":
+    state = next((s for s in reversed(t.writes) if s.execId == step.exec_id), None)
+    if state is None or state.version != step.version or state.status != "running":
         return None
     return state
 

@@ -72,25 +72,31 @@ class ChildOutcome(msgspec.Struct, frozen=True):
     durationMs: int = 0  # the child's run, from its start to its end: the callTool block's time
 
 
-class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):
-    """An entry on a partition's step stream: advance execution ``e`` at version ``v``."""
+StepKind = Literal["run", "resume"]
 
-    e: str
-    v: int
-    k: Literal["run", "resume"] = "run"
+
+class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An entry on a partition's step stream: advance execution ``exec_id`` at ``version``.
+
+    On the wire the fields keep their one-letter names (``e``, ``v``, ``k``, ``s``): a step
+    entry is written for every block, so its size counts."""
+
+    exec_id: str = msgspec.field(name="e")
+    version: int = msgspec.field(name="v")
+    kind: StepKind = msgspec.field(default="run", name="k")
     child: ChildOutcome | None = None
-    # The state at version ``v``, inlined when small, so the next worker need not read it.
-    s: ExecState | None = None
+    # The state at ``version``, inlined when small, so the next worker need not read it.
+    state: ExecState | None = msgspec.field(default=None, name="s")
 
 
 class StepOut(msgspec.Struct, frozen=True, omit_defaults=True):
     """StepMsg as written: the inlined state is the blob already encoded for the state key."""
 
-    e: str
-    v: int
-    k: Literal["run", "resume"] = "run"
+    exec_id: str = msgspec.field(name="e")
+    version: int = msgspec.field(name="v")
+    kind: StepKind = msgspec.field(default="run", name="k")
     child: ChildOutcome | None = None
-    s: msgspec.Raw | None = None
+    state: msgspec.Raw | None = msgspec.field(default=None, name="s")
 
 
 EmitKind = Literal["result", "execution", "debug", "llm_usage"]

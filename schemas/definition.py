@@ -186,6 +186,26 @@ def _block_tag(value: Any) -> str:
     return kind if kind in KNOWN_BLOCK_TYPES else "unknown"
 
 
+Block = (
+    HttpCallBlock
+    | ExecuteScriptBlock
+    | CallEndpointBlock
+    | CallToolBlock
+    | FetchMediaBlock
+    | CallAIBlock
+    | ReturnBlock
+    | UnknownBlock
+)
+"""Any block of a tool definition, as code sees it once validated."""
+
+RunnableBlock = (
+    HttpCallBlock | ExecuteScriptBlock | CallEndpointBlock | CallToolBlock | FetchMediaBlock
+    | CallAIBlock
+)
+"""A block that runs and then navigates: every block but ``return`` and an unknown type."""
+
+# The same union as pydantic validates it: the ``type`` field picks the model, and a type this
+# runtime does not know becomes UnknownBlock (answered at run time, never a publish crash).
 ToolBlock = Annotated[
     Annotated[HttpCallBlock, Tag("httpCall")]
     | Annotated[ExecuteScriptBlock, Tag("executeScript")]

@@ -29,11 +29,10 @@ from redis.exceptions import NoScriptError
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import PROJECTION_GROUP, Keys
-from ..redis_client import Client
+from ..redis_client import Client, Entry
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
 
 log = structlog.get_logger("chatflow.projections")
-Entry = tuple[bytes, dict[bytes, bytes]]
 _decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
 
 # KEYS: log zset, events hash, buckets hash (one tool)

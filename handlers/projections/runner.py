@@ -17,10 +17,10 @@ from redis.exceptions import RedisError
 
 from chatflow.runtime.machine import Machine
 
-from ..batches import Entry, entries_of, raw_broker, raw_entries
+from ..batches import entries_of, raw_broker, raw_entries
 from ..keys import PROJECTION_GROUP, Keys
 from ..recovery import Recovery
-from ..redis_client import make_client
+from ..redis_client import Entry, make_client
 from ..settings import Settings
 from ..store import Store
 from .execlog import ExecutionLog, ensure_group, trim_source

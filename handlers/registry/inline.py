@@ -28,7 +28,7 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import SpawnChild
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
-from chatflow.schemas.definition import PublishedTool
+from chatflow.schemas.definition import CallToolBlock, PublishedTool
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from ..keys import Keys
@@ -132,8 +132,8 @@ class InlineRunner:
         finished = apply(first)
         while queue and not finished:
             step = queue.popleft()
-            state = states.get(step.e)
-            if state is None or state.status == "done" or state.version != step.v:
+            state = states.get(step.exec_id)
+            if state is None or state.status == "done" or state.version != step.version:
                 continue
             finished = apply(await self._advance(state, step))
         root = states.get("0-inline")
@@ -144,18 +144,19 @@ class InlineRunner:
         now = now_ms()
         if published is None:
             return self.machine.abort(state, internal_error("definition lost"), now)
-        if step.k == "resume" and step.child is not None:
+        if step.kind == "resume" and step.child is not None:
             return self.machine.after_child(state, published.definition, step.child, now)
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
         outcome = await self.runner.run(state, planned, now)
         now = now_ms()
-        if isinstance(outcome, SpawnChild):
-            return self.machine.spawn(state, planned, outcome, now)
         if isinstance(outcome, Unsupported):
             return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, ToolFailure):
+        if isinstance(outcome, SpawnChild | ToolFailure):
+            assert isinstance(planned, CallToolBlock)  # only a callTool spawns or fails to load
+            if isinstance(outcome, SpawnChild):
+                return self.machine.spawn(state, planned, outcome, now)
             return self.machine.load_failure(state, planned, outcome, now)
         return self.machine.after_block(state, planned, outcome, now)
 

@@ -7,7 +7,12 @@ from typing import Any, Protocol
 
 import httpx
 
-from chatflow.schemas.definition import CallToolBlock, ExecuteScriptBlock, HttpCallBlock
+from chatflow.schemas.definition import (
+    CallToolBlock,
+    ExecuteScriptBlock,
+    HttpCallBlock,
+    RunnableBlock,
+)
 
 from .. import errors
 from ..definitions import DefinitionCache
@@ -60,13 +65,13 @@ class BlockRunner:
     def register(self, block_type: str, executor: Executor) -> None:
         self.executors[block_type] = executor
 
-    async def run(self, state: ExecState, block: Any, now_ms: int) -> Result:
+    async def run(self, state: ExecState, block: RunnableBlock, now_ms: int) -> Result:
         try:
             return await self._run(state, block, now_ms)
         except RenderTooLarge as exc:
             return BlockOutcome(error=ToolFailure("render_too_large", str(exc)))
 
-    async def _run(self, state: ExecState, block: Any, now_ms: int) -> Result:
+    async def _run(self, state: ExecState, block: RunnableBlock, now_ms: int) -> Result:
         if isinstance(block, HttpCallBlock):
             return await run_http_call(self.http, state, block, self.limits, now_ms)
         if isinstance(block, ExecuteScriptBlock):

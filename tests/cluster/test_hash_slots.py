@@ -19,7 +19,7 @@ def test_every_key_a_commit_script_may_touch_is_in_its_partitions_slot() -> None
     keys = Keys("p:", 16)
     for n in range(16):
         partition = {keys.steps(n), keys.outbox(n), keys.state(n, f"{n}-abc"),
-                     keys.state(n, f"{n}-abc.3"), keys.command(n, "cmd-1"), keys.done(n, "r"),
+                     keys.state(n, f"{n}-abc.3"), keys.command_guard(n, "cmd-1"), keys.done(n, "r"),
                      keys.deadlines(n), keys.definition(n, "digest"), keys.events(n, f"{n}-abc")}
         assert len({_slot(k) for k in partition}) == 1
 

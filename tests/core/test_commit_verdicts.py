@@ -91,7 +91,7 @@ async def test_a_stale_transition_writes_nothing_and_leaves_the_command_guard_un
     assert await script.logged() == 0
     # The guard is checked and set with the writes: a refused record must not mark the
     # command as run (it would never run again, and never be answered).
-    assert not await script.client.exists(script.keys.command(0, "cmd-1"))
+    assert not await script.client.exists(script.keys.command_guard(0, "cmd-1"))
 
 
 async def test_a_second_transition_for_one_command_id_is_a_duplicate(script: Script) -> None:
@@ -110,7 +110,7 @@ async def test_a_transition_meeting_a_key_of_the_wrong_type_writes_nothing_and_s
     (verdict,) = await script.store.commit([Commit(0, "0-e", t, entry, command_guard="cmd-3")])
     assert verdict == Verdict.WRONG_TYPE
     assert await script.logged() == 0
-    assert not await script.client.exists(script.keys.command(0, "cmd-3"))
+    assert not await script.client.exists(script.keys.command_guard(0, "cmd-3"))
     assert await script.pending() == 1  # not acked: reclaimed, and dead-lettered in the end
 
 

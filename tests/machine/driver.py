@@ -86,8 +86,8 @@ class Driver:
         while queue:
             step = queue.popleft()
             self.now += self.tick_ms
-            stored = run.states.get(step.e)
-            if stored is None or stored.version != step.v:
+            stored = run.states.get(step.exec_id)
+            if stored is None or stored.version != step.version:
                 run.dropped += 1
                 continue
             self._apply(run, self._settle(self._step(_copy(stored), step)), queue)
@@ -99,7 +99,7 @@ class Driver:
     def _step(self, state: ExecState, step: StepMsg) -> Transition:
         definition = self.definition(state.defHash)
         assert definition is not None
-        if step.k == "resume":
+        if step.kind == "resume":
             assert step.child is not None
             return self.machine.after_child(state, definition, step.child, self.now)
         planned = self.machine.plan(state, definition, self.now)
