@@ -11,7 +11,7 @@ test:
 	$(PY) -m pytest -q
 
 test-slow:
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow -n 0
 
 lint:
 	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench
