@@ -46,7 +46,8 @@ class Relay:
             kind = fields.get(b"k", b"")
             stream, maxlen = self.target(kind, fields.get(b"t", b""))
             marker = Keys.sent_marker(stream, f"{partition}:{entry_id.decode()}")
-            publish = Publish(stream, marker, fields.get(b"d", b"{}"), maxlen)
+            publish = Publish(stream, marker, fields.get(b"d", b"{}"), maxlen,
+                              self.store.targets.ttl(kind.decode()))
             (answers if kind == b"result" else items).append(publish)
         # A cluster pipeline runs on every node at once; results go out last, so whoever sees
         # a result (a flow, a test, a person tailing) also sees that tree's debug events.

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     reaper_interval_ms: int = Field(default=500, ge=10)
     max_deliveries: int = Field(default=5, ge=1)
     debug_maxlen: int = Field(default=1000, ge=1)
+    # A contact's debug stream expires this long after its last event: commands may name any
+    # contact, and a stream nobody debugs any more must not stay for ever.
+    debug_ttl_s: int = Field(default=86_400, ge=1)
     # Where a command's replyTo may point: comma-separated stream-name patterns (fnmatch),
     # each under the key prefix. Anything else is answered invalid_command on the default
     # result stream: a replyTo must never write into an internal key (stream:registry...).

@@ -79,6 +79,7 @@ class Targets:
     executions_maxlen: int = 0
     debug_maxlen: int = 1000
     llm_usage_maxlen: int = 0
+    debug_ttl_s: int = 86_400
 
     def resolve(self, kind: str, key: str) -> tuple[str, int]:
         if kind == "result":
@@ -88,6 +89,11 @@ class Targets:
         if kind == "debug":
             return self.keys.debug(key), self.debug_maxlen
         return self.keys.llm_usage, self.llm_usage_maxlen
+
+    def ttl(self, kind: str) -> int:
+        """How long a stream of this kind lives after its last message (0: for ever). Only
+        per-contact debug streams expire: any command may name a new contact."""
+        return self.debug_ttl_s if kind == "debug" else 0
 
 _msgpack = msgspec.msgpack.Encoder()
 INLINE_STATE_MAX = 16 * 1024  # larger states are read from their key, not copied
@@ -113,6 +119,7 @@ class Publish:
     marker: str
     data: bytes
     maxlen: int = 0
+    ttl_s: int = 0
 
 
 def dead_letter(keys: Keys, stream: str, entry_id: bytes, fields: dict[bytes, bytes], reason: str,
@@ -398,7 +405,7 @@ class Store:
             target = "" if redirect and emit.kind == "result" else emit.key
             if self.direct:
                 stream, maxlen = self.targets.resolve(emit.kind, target)
-                add(("pub", key(stream), emit.data.decode(), maxlen, ""))
+                add(("pub", key(stream), emit.data.decode(), maxlen, self.targets.ttl(emit.kind)))
             else:
                 add(("xadd", key(self.keys.outbox(n)), emit.kind, target, emit.data.decode()))
 
@@ -411,7 +418,7 @@ class Store:
 
         def fill(pipe: Any) -> None:
             for p in items:
-                PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen])
+                PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen, p.ttl_s])
 
         verdicts = [int(x) for x in await self._execute(fill)]
         results = self.keys.results

@@ -88,7 +88,7 @@ class Worker:
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
                            direct=not s.redis_cluster,
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
-                                           s.debug_maxlen, s.llm_usage_maxlen))
+                                           s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(

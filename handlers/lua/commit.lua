@@ -50,6 +50,7 @@ local function apply(o)
     else
       redis.call('XADD', key, '*', 'data', o[3])
     end
+    if o[5] ~= '' and o[5] ~= 0 then redis.call('EXPIRE', key, o[5]) end  -- a debug stream's ttl
   elseif op == 'xadd' then
     redis.call('XADD', key, '*', 'k', o[3], 't', o[4], 'd', o[5])
   elseif op == 'log' then

@@ -3,8 +3,11 @@ nobody in the runtime consumes (results, dead letters, LLM usage) are capped by 
 
 from __future__ import annotations
 
-from chatflow.handlers.keys import COMMANDS_GROUP
+import uuid
+
+from chatflow.handlers.keys import COMMANDS_GROUP, Keys
 from chatflow.handlers.settings import Settings
+from chatflow.handlers.store import Publish, Store, Targets
 from tests.harness import Harness
 from tests.ops.tools import returning
 
@@ -42,3 +45,29 @@ async def test_results_and_dead_letters_stop_growing_at_their_bound(bare: Harnes
     assert await bare.client.xlen(bare.keys.results) <= 110
     assert await bare.client.xlen(bare.keys.dead_letters) <= 110
     assert await bare.client.xlen(bare.keys.commands) == 0
+
+
+async def test_a_contacts_debug_stream_expires_after_its_last_event(bare: Harness) -> None:
+    # Any command may name a new contact with debug on: each such stream must not stay for ever.
+    await bare.start_worker(debug_ttl_s=120)
+    await bare.put_tool("pt-traced", returning("ok"))
+    contact = f"55119{uuid.uuid4().int % 10**8:08d}"
+    result = await bare.run("pt-traced", debug=True, contact=contact)
+    assert result.ok
+    stream = bare.keys.debug(contact)
+    assert await bare.client.xlen(stream) > 0
+    assert 0 < await bare.client.ttl(stream) <= 120
+
+
+async def test_a_relayed_debug_event_renews_its_streams_ttl_and_other_streams_get_none(
+        bare: Harness) -> None:
+    # The relay (the path a cluster takes) publishes through publish_once.lua.
+    store = Store(bare.client, bare.keys, state_ttl_s=60, dedup_ttl_s=60, marker_ttl_s=60,
+                  targets=Targets(bare.keys, debug_ttl_s=90))
+    debug, results = bare.keys.debug("5511000000001"), bare.keys.results
+    verdicts = await store.publish_once([
+        Publish(debug, Keys.sent_marker(debug, "m1"), b"{}", 0, store.targets.ttl("debug")),
+        Publish(results, Keys.sent_marker(results, "m2"), b"{}", 0, store.targets.ttl("result"))])
+    assert verdicts == [1, 1]
+    assert 0 < await bare.client.ttl(debug) <= 90
+    assert await bare.client.ttl(results) == -1  # a stream without an expiry
