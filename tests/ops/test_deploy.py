@@ -130,6 +130,17 @@ def test_compose_runs_valkey_workers_the_api_prometheus_alertmanager_and_grafana
     assert (DEPLOY / services["worker"]["build"]["dockerfile"].removeprefix("deploy/")).exists()
 
 
+def test_compose_publishes_services_without_a_login_on_loopback_only() -> None:
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name in ("prometheus", "alertmanager"):
+        assert all(str(p).startswith("127.0.0.1:") for p in services[name]["ports"]), name
+    grafana = services["grafana"]["environment"]
+    # a default admin/admin Grafana is the first thing a scanner tries
+    assert grafana["GF_SECURITY_ADMIN_PASSWORD"].startswith("${GRAFANA_ADMIN_PASSWORD:?")
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert grafana["GF_USERS_ALLOW_SIGN_UP"] == "false"
+
+
 def test_compose_keeps_valkey_internal_and_behind_a_password_from_the_environment() -> None:
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     valkey = compose["services"]["valkey"]
