@@ -17,15 +17,14 @@ import structlog
 from redis.exceptions import RedisError
 
 from chatflow.runtime import errors
-from chatflow.runtime.blocks.runner import BlockRunner, Unsupported
+from chatflow.runtime.blocks.runner import BlockRunner
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outcome import SpawnChild
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
-from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
+from chatflow.schemas.definition import RunnableBlock, ToolDefinition
 
 from . import metrics
 from .logging import bound_execution
@@ -199,13 +198,5 @@ class StepProcessor:
             return self._crashed(state, exc)
 
     async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
-        outcome = await self.runner.run(state, block, self.clock())
-        now = self.clock()
-        if isinstance(outcome, Unsupported):
-            return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, SpawnChild | ToolFailure):
-            assert isinstance(block, CallToolBlock)  # only a callTool spawns or fails to load
-            if isinstance(outcome, SpawnChild):
-                return self.machine.spawn(state, block, outcome, now)
-            return self.machine.load_failure(state, block, outcome, now)
-        return self.machine.after_block(state, block, outcome, now)
+        result = await self.runner.run(state, block, self.clock())
+        return self.machine.after_run(state, block, result, self.clock())

@@ -179,6 +179,21 @@ class Machine:
             state.variables = {**state.variables, block.errorVariable: failure.message}
         return self._navigate(state, block, outcome, now, t)
 
+    def after_run(self, state: ExecState, block: RunnableBlock,
+                  result: BlockOutcome | SpawnChild | ToolFailure, now: int) -> Transition:
+        """The transition for what running ``block`` gave (``BlockRunner.run``): its outcome,
+        the child a callTool asks for, or a failure to run it at all, which for a callTool is
+        a child that could not be loaded (onError applies) and for any other block a kind
+        this runtime cannot run (the tool fails, whatever onError says)."""
+        if isinstance(result, SpawnChild):
+            assert isinstance(block, CallToolBlock)  # only a callTool spawns
+            return self.spawn(state, block, result, now)
+        if isinstance(result, ToolFailure):
+            if isinstance(block, CallToolBlock):
+                return self.load_failure(state, block, result, now)
+            return self.fail(state, result, now)
+        return self.after_block(state, block, result, now)
+
     def spawn(self, state: ExecState, block: CallToolBlock, req: SpawnChild, now: int) -> Transition:
         """Start a child execution for a callTool block, after the per-invocation guardrails."""
         state = _own(state)

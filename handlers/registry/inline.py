@@ -21,15 +21,14 @@ import msgspec
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
-from chatflow.runtime.blocks.runner import BlockRunner, Executor, Unsupported
+from chatflow.runtime.blocks.runner import BlockRunner, Executor
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outcome import SpawnChild
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
-from chatflow.schemas.definition import CallToolBlock, PublishedTool, RunnableBlock, ToolDefinition
+from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from ..keys import Keys
@@ -168,16 +167,8 @@ class InlineRunner:
         return await self._run_block(state, planned)
 
     async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
-        outcome = await self.runner.run(state, block, now_ms())
-        now = now_ms()
-        if isinstance(outcome, Unsupported):
-            return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, SpawnChild | ToolFailure):
-            assert isinstance(block, CallToolBlock)  # only a callTool spawns or fails to load
-            if isinstance(outcome, SpawnChild):
-                return self.machine.spawn(state, block, outcome, now)
-            return self.machine.load_failure(state, block, outcome, now)
-        return self.machine.after_block(state, block, outcome, now)
+        result = await self.runner.run(state, block, now_ms())
+        return self.machine.after_run(state, block, result, now_ms())
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from chatflow.runtime.errors import tool_not_published
+from chatflow.runtime.errors import ToolFailure, tool_not_published
 from chatflow.runtime.interpolation import render
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import BlockOutcome, SpawnChild
@@ -130,17 +130,20 @@ class Driver:
         return await self._run_block(state, planned)
 
     async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
-        if isinstance(block, CallToolBlock):
-            child = self.published(block.publishedToolId)
-            if child is None:
-                return self.machine.load_failure(state, block,
-                                                 tool_not_published(block.publishedToolId),
-                                                 self.now)
-            inputs = {m.name: render(m.value, state.variables, state.context)
-                      for m in block.inputVariables}
-            return self.machine.spawn(state, block, SpawnChild(
-                child, block.publishedToolId, b"", inputs), self.now)
-        return self.machine.after_block(state, block, self.outcomes(state, block), self.now)
+        return self.machine.after_run(state, block, self._result(state, block), self.now)
+
+    def _result(self, state: ExecState, block: RunnableBlock
+                ) -> BlockOutcome | SpawnChild | ToolFailure:
+        """What the block runner would give: a callTool's child (or the failure to load
+        it); any other block's outcome is the test's."""
+        if not isinstance(block, CallToolBlock):
+            return self.outcomes(state, block)
+        child = self.published(block.publishedToolId)
+        if child is None:
+            return tool_not_published(block.publishedToolId)
+        inputs = {m.name: render(m.value, state.variables, state.context)
+                  for m in block.inputVariables}
+        return SpawnChild(child, block.publishedToolId, b"", inputs)
 
     def _apply(self, run: Run, t: Transition, queue: deque[StepMsg]) -> None:
         """One atomic commit: the expected versions must hold and the tree must not have

@@ -24,7 +24,7 @@ from tests.machine.test_properties import CASES, outcome_tables, tools
 from tests.machine.test_tables import writes
 
 LIMITS = Limits(max_hops=12, tool_timeout_ms=20_000)
-WATCHED = ("plan", "after_block", "spawn", "after_child", "load_failure", "abort", "fail")
+WATCHED = ("plan", "after_run", "after_block", "spawn", "after_child", "load_failure", "abort", "fail")
 
 
 class Untouching(Machine):
