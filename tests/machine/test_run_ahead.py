@@ -17,7 +17,6 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, LogEntry, Transition
-from chatflow.schemas.definition import ToolDefinition
 from tests.core.tools import call, http, ret, script, to, tool
 from tests.machine.driver import Driver, Run, command
 from tests.machine.test_properties import CASES, outcome_tables, tools
@@ -114,15 +113,21 @@ def test_an_http_block_takes_its_own_hop_and_the_inert_blocks_after_it_ride_alon
     assert run.transitions == 2  # the command's hop (script a), then the httpCall's
 
 
+def started(tools_: dict[str, dict[str, Any]]) -> tuple[Driver, Transition]:
+    """The intake's transition for a command to run ``pt``, before run-ahead."""
+    driver = Driver(tools_)
+    published = driver.published("pt")
+    assert published is not None
+    return driver, Machine().start(command("pt"), published, "pt", b"", exec_id="0-root",
+                                   partition=0, now=1_000, debug=False)
+
+
 def test_carrying_a_transition_on_leaves_the_given_transition_as_it_was() -> None:
-    tools_ = {"pt": tool("s", script("s", "x", "v", to("r")), ret("r", "{{v}}"))}
-    driver = Driver(tools_, writes(v="done"))
-    first = Machine().start(command("pt"), driver.published("pt") or _never(), "pt", b"",
-                            exec_id="0-root", partition=0, now=1_000, debug=False)
+    driver, first = started({"pt": tool("s", script("s", "x", "v", to("r")), ret("r", "{{v}}"))})
     before = msgspec.json.encode(first)
 
     async def run_block(state: ExecState, block: Any) -> Transition:
-        return Machine().after_block(state, block, writes(v="done")(state, block), 1_001)
+        return Machine().after_block(state, block, BlockOutcome(writes={"v": "done"}), 1_001)
 
     ahead = RunAhead(Machine(), driver.definition, run_block=run_block, clock=lambda: 1_001)
     (carried,) = asyncio.run(ahead.carry(0, [first]))
@@ -131,19 +136,28 @@ def test_carrying_a_transition_on_leaves_the_given_transition_as_it_was() -> Non
     assert [e.type for e in carried.log] == ["started", "block", "block", "finished"]
 
 
-def _never() -> Any:
-    raise AssertionError("the tool is in the table")
-
-
 def test_settling_answers_a_return_without_running_a_block() -> None:
-    tools_ = {"pt": tool("r", ret("r", "hi"))}
-    driver = Driver(tools_)
-    first = Machine().start(command("pt"), driver.published("pt") or _never(), "pt", b"",
-                            exec_id="0-root", partition=0, now=1_000, debug=False)
-
-    def definitions(digest: str) -> ToolDefinition | None:
-        return driver.definition(digest)
-
-    settled = RunAhead(Machine(), definitions).settle(first, 1_000)
+    driver, first = started({"pt": tool("r", ret("r", "hi"))})
+    settled = RunAhead(Machine(), driver.definition).settle(first, 1_000)
     assert settled.finishes_root and not settled.steps
     assert first.steps and not first.finishes_root  # the given transition is as it was
+
+
+def test_run_ahead_stops_at_its_budget_and_leaves_the_next_block_as_a_step() -> None:
+    driver, first = started({"pt": tool("a", script("a", "x", "v", to("b")),
+                                        script("b", "x", "v", to("c")),
+                                        script("c", "x", "v", to("r")), ret("r", "{{v}}"))})
+    clock = [1_000]
+
+    async def slow_block(state: ExecState, block: Any) -> Transition:
+        clock[0] += 60  # each script takes 60 ms
+        return Machine().after_block(state, block, BlockOutcome(writes={"v": block.id}), clock[0])
+
+    ahead = RunAhead(Machine(), driver.definition, run_block=slow_block,
+                     clock=lambda: clock[0], budget_ms=100)
+    (carried,) = asyncio.run(ahead.carry(0, [first]))
+    assert carried is not None and not carried.finishes_root
+    assert [e.blockId for e in carried.log if e.type == "block"] == ["a", "b"]
+    (step,) = carried.steps  # script c waits for the next hop
+    (state,) = carried.writes
+    assert (step.exec_id, step.version, state.block) == ("0-root", state.version, "c")
