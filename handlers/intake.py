@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import msgspec
 import structlog
@@ -19,7 +19,8 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.events import tool_result
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.state import RootInfo, Transition
+from chatflow.runtime.runahead import RunAhead
+from chatflow.runtime.state import RootInfo
 from chatflow.schemas.definition import ToolDefinition
 from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
@@ -33,7 +34,6 @@ from .store import Commit, Publish, Store, dead_letter
 log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
 _enc = msgspec.json.Encoder()
-RunAhead = Callable[[int, list[Transition | None]], Awaitable[None]]
 
 
 async def ack_and_delete(client: Client, stream: str, group: str, ids: list[bytes]) -> None:
@@ -61,7 +61,9 @@ class Intake:
         self.clock = clock
         self.results_maxlen = 0
         self.dead_letters_maxlen = 0
-        self.run_ahead = run_ahead
+        # The worker shares its step processor's, which also runs inert blocks; this one
+        # only settles (returns and guardrails).
+        self.run_ahead = run_ahead or RunAhead(machine, self._definition, clock=clock)
         self.reply_allowed = reply_matcher(self.keys.prefix, DEFAULT_REPLY_STREAMS)
 
     async def process(self, entries: list[Entry]) -> None:
@@ -143,18 +145,16 @@ class Intake:
                            self.dead_letters_maxlen)
 
     async def _run_ahead(self, commits: list[Commit]) -> None:
-        """Carry each new execution on while its blocks are inert (handlers/steps.py), every
-        partition of the batch at once: a tool of scripts and callTools answers in this hop."""
-        run_ahead = self.run_ahead
-        if run_ahead is None:
-            return
+        """Carry each new execution on within this hop (runtime/runahead.py), every partition
+        of the batch at once: a tool of scripts and callTools answers in this hop."""
         by_partition: dict[int, list[Commit]] = {}
         for commit in commits:
             by_partition.setdefault(commit.partition, []).append(commit)
-        groups = [(group, [c.transition for c in group]) for group in by_partition.values()]
-        await asyncio.gather(*(run_ahead(group[0].partition, transitions)
-                               for group, transitions in groups))
-        for group, transitions in groups:
+        groups = list(by_partition.values())
+        carried = await asyncio.gather(*(
+            self.run_ahead.carry(group[0].partition, [c.transition for c in group])
+            for group in groups))
+        for group, transitions in zip(groups, carried, strict=True):
             for commit, t in zip(group, transitions, strict=True):
                 commit.transition = t
 
@@ -179,8 +179,8 @@ class Intake:
             t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
                                    partition=partition, now=now, debug=cmd.context.debug or flag)
             deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
-            commits.append(Commit(partition, exec_id, self.machine.settle(t, self._definition, now),
-                                  None, command_guard=cmd.commandId, deadline=deadline))
+            commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
+                                  deadline=deadline))
         await self._run_ahead(commits)
         for commit in commits:  # a tree answered in this hop needs no deadline
             if commit.transition is not None and commit.transition.finishes_root:

@@ -11,21 +11,20 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 import structlog
 from redis.exceptions import RedisError
 
 from chatflow.runtime import errors
-from chatflow.runtime.blocks.runner import BlockRunner, Unsupported
+from chatflow.runtime.blocks.runner import BlockRunner
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outcome import SpawnChild
+from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
-from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
+from chatflow.schemas.definition import RunnableBlock, ToolDefinition
 
 from . import metrics
 from .logging import bound_execution
@@ -52,12 +51,15 @@ class StepProcessor:
                  definitions: DefinitionCache, clock: Callable[[], int] = now_ms,
                  run_ahead_budget_ms: int = 3_000) -> None:
         self.store = store
-        self.run_ahead_budget_ms = run_ahead_budget_ms
         self.machine = machine
         self.runner = runner
         self.definitions = definitions
         self.clock = clock
         self.steps_done = 0
+        # The one component that carries a hop's transitions on (the intake shares it).
+        self.run_ahead = RunAhead(machine, self._definition, run_block=self._run_inert,
+                                  load_states=self._load_states, clock=clock,
+                                  budget_ms=run_ahead_budget_ms)
 
     async def process(self, partition: int, entries: list[Entry]) -> None:
         msgs: list[tuple[bytes, StepMsg]] = []
@@ -117,89 +119,26 @@ class StepProcessor:
                            decided: list[tuple[tuple[bytes, StepMsg], ExecState | None,
                                                Transition | Pending | None]],
                            commits: list[Commit]) -> None:
-        now = self.clock()
-        settled: list[Transition | None] = []
+        results: list[Transition | None] = []
         for _, _, result in decided:
             assert not isinstance(result, Pending)
-            settled.append(result and self.machine.settle(result, self._definition, now))
-        await self.run_ahead(partition, settled)
-        for ((entry_id, msg), state, _), transition in zip(decided, settled, strict=True):
+            results.append(result)
+        carried = await self.run_ahead.carry(partition, results)
+        for ((entry_id, msg), state, _), transition in zip(decided, carried, strict=True):
             root = state.rootId if state else msg.exec_id.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         metrics.observe_commits(commits, await self.store.commit(commits))
 
-    async def run_ahead(self, partition: int, transitions: list[Transition | None]) -> None:
-        """Carry settled transitions on inside this hop while their next block is inert.
+    async def _run_inert(self, state: ExecState, block: RunnableBlock) -> Transition:
+        return await self._run_bound(Pending(state, block))
 
-        A finished child resumes its parent in place; a next block with no effect outside
-        the runtime (``runtime.machine.INERT_BLOCKS``) runs now and is folded in, in rounds,
-        each round running one such block per transition, all of them concurrently. What is
-        left (an httpCall, a callAI...) stays a step entry for the next hop. Running an inert
-        block again after a crash changes nothing outside, so this keeps the at-least-once
-        contract of side effects exactly as it was, and a tool of scripts, callTools and
-        returns answers in the hop that took its command. The rounds stop after
-        ``run_ahead_budget_ms``, so the other entries of a batch are not held for long."""
-        machine = self.machine
-        until = self.clock() + self.run_ahead_budget_ms
-        for _ in range(machine.limits.max_hops * (machine.limits.max_depth + 1) + 1):
-            await self._resume_parents(partition, transitions, self.clock())
-            now = self.clock()
-            if now >= until:  # a long chain of slow scripts: the rest goes on as step entries
-                return
-            work: list[tuple[int, int, Pending]] = []
-            for ti, t in enumerate(transitions):
-                found = t and machine.next_inert_block(t, self._definition, now)
-                if found:
-                    work.append((ti, found[0], Pending(found[1], found[2])))
-            if not work:
-                return
-            done = await asyncio.gather(*(self._run_bound(p) for _, _, p in work))
-            now = self.clock()
-            for (ti, si, _), outcome in zip(work, done, strict=True):
-                t = transitions[ti]
-                assert t is not None
-                transitions[ti] = machine.settle(machine.fold(t, si, outcome), self._definition,
-                                                 now)
-
-    async def _resume_parents(self, partition: int, transitions: list[Transition | None],
-                              now: int) -> None:
-        """A child that finished hands its parent a ``resume`` step; continue the parent in
-        the same commit instead, up the tree while it can. A parent this very transition
-        wrote (it spawned the child) is taken from it; others are read, one pipeline for all."""
-        for _ in range(self.machine.limits.max_depth + 1):
-            wanted: list[tuple[int, str, ExecState | None]] = []
-            for i, t in enumerate(transitions):
-                if t is None:
-                    continue
-                for step in t.steps:
-                    if step.kind == "resume":
-                        written = next((w for w in reversed(t.writes) if w.execId == step.exec_id), None)
-                        wanted.append((i, step.exec_id, written))
-            if not wanted:
-                return
-            parents = await self.store.load_states([(partition, e) for _, e, _ in wanted],
-                                                   known=[w for _, _, w in wanted])
-            await self._ensure_definitions(partition, [p for p in parents if p is not None])
-            if not self._fold(transitions, [i for i, _, _ in wanted], parents, now):
-                return
-
-    def _fold(self, transitions: list[Transition | None], indexes: list[int],
-              parents: list[ExecState | None], now: int) -> bool:
-        progressed = False
-        for i, parent in zip(indexes, parents, strict=True):
-            t = transitions[i]
-            definition = self._definition(parent.defHash) if parent else None
-            if t is None or parent is None or definition is None:
-                continue
-            try:
-                resumed = self.machine.resume_inline(t, parent, definition, now)
-            except Exception as exc:  # leave the resume step to run on its own
-                log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
-                continue
-            if resumed is not t:
-                transitions[i] = self.machine.settle(resumed, self._definition, now)
-                progressed = True
-        return progressed
+    async def _load_states(self, partition: int, wanted: list[tuple[str, ExecState | None]]
+                           ) -> list[ExecState | None]:
+        """Run-ahead's parents: the ones it holds, the others in one pipelined read."""
+        states = await self.store.load_states([(partition, e) for e, _ in wanted],
+                                              known=[known for _, known in wanted])
+        await self._ensure_definitions(partition, [s for s in states if s is not None])
+        return states
 
     def _definition(self, digest: str) -> ToolDefinition | None:
         published = self.definitions.get(digest)
@@ -217,7 +156,7 @@ class StepProcessor:
         with bound_execution(state):  # command/execution/tool/contact ids on every log line
             return self._decide_bound(msg, state)
 
-    async def _run_bound(self, item: Any) -> Transition:
+    async def _run_bound(self, item: Pending) -> Transition:
         with bound_execution(item.state):
             try:
                 return await self._run_block(item.state, item.block)
@@ -259,13 +198,5 @@ class StepProcessor:
             return self._crashed(state, exc)
 
     async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
-        outcome = await self.runner.run(state, block, self.clock())
-        now = self.clock()
-        if isinstance(outcome, Unsupported):
-            return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, SpawnChild | ToolFailure):
-            assert isinstance(block, CallToolBlock)  # only a callTool spawns or fails to load
-            if isinstance(outcome, SpawnChild):
-                return self.machine.spawn(state, block, outcome, now)
-            return self.machine.load_failure(state, block, outcome, now)
-        return self.machine.after_block(state, block, outcome, now)
+        result = await self.runner.run(state, block, self.clock())
+        return self.machine.after_run(state, block, result, self.clock())

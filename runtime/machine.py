@@ -8,12 +8,18 @@ with the ack of the step that produced it.
 A callTool tree runs one execution at a time (the parent waits for its
 child), so the tree-wide counters (invocations) travel with the active
 execution and come back to the parent with the child's outcome.
+
+The machine never changes a state it is given: each public method advances its own
+copy (``_own``) and returns it in the Transition's ``writes``. The machine decides one
+step; carrying a transition on within the same hop (returns, guardrails, inert blocks,
+waiting parents) is runtime/runahead.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+import msgspec
 
 from chatflow.schemas.definition import (
     CallToolBlock,
@@ -41,10 +47,6 @@ from .limits import Limits
 from .outcome import BlockOutcome, SpawnChild
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
-# Blocks with no effect outside the runtime: a script in a V8 sandbox with no host access,
-# and a callTool, whose only I/O reads the child's definition. Running one again after a
-# crash changes nothing outside, so a handler may run it in whichever hop reaches it.
-INERT_BLOCKS = frozenset({"executeScript", "callTool"})
 # A block that fails this close to the tree's deadline was cut short by it: its timer was
 # armed with the remaining time, read in whole milliseconds, and may fire a hair early.
 DEADLINE_SLACK_MS = 5
@@ -56,6 +58,13 @@ def _err(failure: ToolFailure) -> ToolError:
 
 def variables_of(state: ExecState) -> tuple[dict[str, Any], dict[str, Any]]:
     return state.variables, state.context
+
+
+def _own(state: ExecState) -> ExecState:
+    """A copy of ``state`` for one call to advance. Shallow on purpose: ``variables`` is
+    rebound, never updated in place, and ``frames``, ``context`` and ``root`` are never
+    changed, so sharing them with the caller's state is safe and copies no large dict."""
+    return msgspec.structs.replace(state)
 
 
 class Machine:
@@ -116,8 +125,9 @@ class Machine:
 
     def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> RunnableBlock | Transition:
         """The block to run next, or the Transition when a guardrail ends the run first."""
+        state = _own(state)
         if now > state.deadlineMs:
-            return self.abort(state, errors.tool_timeout(
+            return self._abort(state, errors.tool_timeout(
                 state.root.action.publishedToolId, self.limits.tool_timeout_ms), now)
         block = definition.blocks.get(state.block)
         if block is None:
@@ -133,7 +143,7 @@ class Machine:
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
-            except RenderTooLarge as exc:  # settle() plans too: a bomb must not fail the batch
+            except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
                 return self._fail(state, ToolFailure("render_too_large", str(exc)), now)
             t = Transition(expect=(state.execId, state.version))
             if state.debug:
@@ -147,8 +157,14 @@ class Machine:
     def after_block(
         self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
     ) -> Transition:
+        return self._after_block(_own(state), block, outcome, now)
+
+    def _after_block(
+        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
+    ) -> Transition:
         t = Transition(expect=(state.execId, state.version))
-        state.variables.update(outcome.writes)
+        if outcome.writes:  # a new dict: the caller's state keeps its own
+            state.variables = {**state.variables, **outcome.writes}
         t.emits.extend(outcome.emits)
         failure = outcome.error
         if failure is not None and not failure.fatal and now + DEADLINE_SLACK_MS >= state.deadlineMs:
@@ -160,14 +176,30 @@ class Machine:
             self._log_block(state, block, outcome, None, t, now)
             return self._finish(state, "", failure, now, t)
         if failure is not None and block.errorVariable:
-            state.variables[block.errorVariable] = failure.message
+            state.variables = {**state.variables, block.errorVariable: failure.message}
         return self._navigate(state, block, outcome, now, t)
+
+    def after_run(self, state: ExecState, block: RunnableBlock,
+                  result: BlockOutcome | SpawnChild | ToolFailure, now: int) -> Transition:
+        """The transition for what running ``block`` gave (``BlockRunner.run``): its outcome,
+        the child a callTool asks for, or a failure to run it at all, which for a callTool is
+        a child that could not be loaded (onError applies) and for any other block a kind
+        this runtime cannot run (the tool fails, whatever onError says)."""
+        if isinstance(result, SpawnChild):
+            assert isinstance(block, CallToolBlock)  # only a callTool spawns
+            return self.spawn(state, block, result, now)
+        if isinstance(result, ToolFailure):
+            if isinstance(block, CallToolBlock):
+                return self.load_failure(state, block, result, now)
+            return self.fail(state, result, now)
+        return self.after_block(state, block, result, now)
 
     def spawn(self, state: ExecState, block: CallToolBlock, req: SpawnChild, now: int) -> Transition:
         """Start a child execution for a callTool block, after the per-invocation guardrails."""
+        state = _own(state)
         guard = self._spawn_guard(state, block.publishedToolId)
         if guard is not None:
-            return self.after_block(state, block, BlockOutcome(error=guard), now)
+            return self._after_block(state, block, BlockOutcome(error=guard), now)
         child_id = f"{state.execId}.{state.version}"
         frames = [*state.frames, Frame(state.execId, state.toolId, state.publishedToolId,
                                        state.startedMs)]
@@ -199,6 +231,7 @@ class Machine:
                     now: int) -> Transition:
         block = definition.blocks[state.waitingOn or ""]
         assert isinstance(block, CallToolBlock)  # only a callTool block waits on a child
+        state = _own(state)
         state.status, state.waitingOn = "running", None
         state.invocations = max(state.invocations, child.invocations)
         if child.ok:
@@ -209,16 +242,19 @@ class Machine:
             outcome = BlockOutcome(writes={block.outputVariable: ""},
                                    error=ToolFailure(error.code, error.message),
                                    duration_ms=child.durationMs)
-        return self.after_block(state, block, outcome, now)
+        return self._after_block(state, block, outcome, now)
 
     def load_failure(self, state: ExecState, block: CallToolBlock, failure: ToolFailure,
                      now: int) -> Transition:
         """A callTool whose child could not be loaded fails like any block (onError applies)."""
         guard = self._spawn_guard(state, block.publishedToolId)
-        return self.after_block(state, block, BlockOutcome(error=guard or failure), now)
+        return self._after_block(_own(state), block, BlockOutcome(error=guard or failure), now)
 
     def abort(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
         """End the whole tree now (deadline, cancellation): the root answers at once."""
+        return self._abort(_own(state), failure, now)
+
+    def _abort(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
         t = Transition(expect=(state.execId, state.version))
         state.status = "done"
         state.version += 1
@@ -236,54 +272,6 @@ class Machine:
                 startedMs=frame.startedMs, deadlineMs=state.deadlineMs)
             t.emits.append(execution_emit(ghost, False, _err(failure), now))
         return self._answer(state, "", _err(failure), now, t)
-
-    def resume_inline(self, t: Transition, parent: ExecState, definition: ToolDefinition,
-                      now: int) -> Transition:
-        """Fold a child's ``resume`` step for ``parent`` into ``t``: the parent continues in
-        the same commit, guarded by its own version, instead of after another stream hop."""
-        for i, step in enumerate(t.steps):
-            if (step.kind == "resume" and step.exec_id == parent.execId and step.child is not None
-                    and parent.version == step.version and parent.status == "waiting"):
-                return _fuse(t, i, self.after_child(parent, definition, step.child, now))
-        return t
-
-    def settle(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
-               now: int) -> Transition:
-        """Run ahead: a next block that needs no I/O (a return, or a guardrail that ends
-        the tool) is decided inside this transition instead of costing a stream hop.
-        Each block still gets its own log entry and debug event."""
-        for _ in range(self.limits.max_hops + 1):
-            for i, step in enumerate(t.steps):
-                state = _running(t, step)
-                if state is None:
-                    continue
-                definition = definitions(state.defHash)
-                planned = self.plan(state, definition, now) if definition else None
-                if isinstance(planned, Transition):
-                    t = _fuse(t, i, planned)
-                    break
-            else:
-                return t
-        return t
-
-    def next_inert_block(self, t: Transition, definitions: Callable[[str], ToolDefinition | None],
-                         now: int) -> tuple[int, ExecState, RunnableBlock] | None:
-        """The first run step of ``t`` whose next block is inert (``INERT_BLOCKS``), with its
-        state. The caller runs that block (it needs I/O, so it cannot happen here) and folds
-        the outcome back in with ``fold``: how such blocks run inside the current hop."""
-        for i, step in enumerate(t.steps):
-            state = _running(t, step)
-            definition = definitions(state.defHash) if state is not None else None
-            if state is None or definition is None:
-                continue
-            planned = self.plan(state, definition, now)
-            if not isinstance(planned, Transition) and planned.type in INERT_BLOCKS:
-                return i, state, planned
-        return None
-
-    def fold(self, t: Transition, index: int, outcome: Transition) -> Transition:
-        """``t`` with its step ``index`` replaced by ``outcome``, the transition that step made."""
-        return _fuse(t, index, outcome)
 
     # -- internals -------------------------------------------------------------
 
@@ -331,7 +319,7 @@ class Machine:
 
     def fail(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
         """End this tool with ``failure``, whatever the block's onError says."""
-        return self._fail(state, failure, now)
+        return self._fail(_own(state), failure, now)
 
     def _fail(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
         t = Transition(expect=(state.execId, state.version))
@@ -340,7 +328,7 @@ class Machine:
     def _finish(self, state: ExecState, result: str, failure: ToolFailure | None, now: int,
                 t: Transition) -> Transition:
         if failure is not None and failure.fatal:
-            return self.abort(state, failure, now)
+            return self._abort(state, failure, now)
         error = _err(failure) if failure else None
         state.status = "done"
         state.version += 1
@@ -372,37 +360,6 @@ class Machine:
                 payload["error"] = {"code": error.code, "message": error.message}
             t.emits.append(debug_emit(state, "action_result", "executeTool", payload, now))
         return t
-
-
-def _running(t: Transition, step: StepMsg) -> ExecState | None:
-    """The state a ``run`` step of ``t`` would advance, if ``t`` wrote it and it still runs."""
-    if step.kind != "run":
-        return None
-    state = next((s for s in reversed(t.writes) if s.execId == step.exec_id), None)
-    if state is None or state.version != step.version or state.status != "running":
-        return None
-    return state
-
-
-def _fuse(first: Transition, index: int, second: Transition) -> Transition:
-    """``first`` with its step ``index`` replaced by what ``second`` decided for it."""
-    writes: dict[str, ExecState] = {}
-    for state in [*first.writes, *second.writes]:
-        writes.pop(state.execId, None)
-        writes[state.execId] = state  # the same object, later version: keep it once, last
-    extra = [e for e in [second.expect, *second.also_expect] if e is not None and e != first.expect
-             and e[0] not in {w.execId for w in first.writes}]
-    return Transition(
-        expect=first.expect,
-        also_expect=[*first.also_expect, *extra],
-        writes=list(writes.values()),
-        steps=[*first.steps[:index], *first.steps[index + 1:], *second.steps],
-        emits=[*first.emits, *second.emits],
-        log=[*first.log, *second.log],
-        definitions={**first.definitions, **second.definitions},
-        finishes_root=first.finishes_root or second.finishes_root,
-        done=[*first.done, *second.done],
-    )
 
 
 def _parent_version(child: ExecState) -> int:

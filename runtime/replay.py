@@ -142,6 +142,7 @@ def _replay_one(exec_id: str, seq: list[tuple[int, LogEntry]],
         if isinstance(produced, str):
             return Divergence(exec_id, index, produced, _key(recorded))
         mine = [e for e in produced.log if e.execId == exec_id]
+        state = next((w for w in reversed(produced.writes) if w.execId == exec_id), state)
         report.transitions += 1
         for offset, expected in enumerate(mine):
             if pos + offset >= len(rest):

@@ -21,14 +21,14 @@ import msgspec
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
-from chatflow.runtime.blocks.runner import BlockRunner, Executor, Unsupported
+from chatflow.runtime.blocks.runner import BlockRunner, Executor
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outcome import SpawnChild
+from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
-from chatflow.schemas.definition import CallToolBlock, PublishedTool
+from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from ..keys import Keys
@@ -117,7 +117,18 @@ class InlineRunner:
         states: dict[str, ExecState] = {}
         queue: deque[StepMsg] = deque()
 
-        def apply(t: Transition) -> bool:
+        async def parents(_partition: int, wanted: list[tuple[str, ExecState | None]]
+                          ) -> list[ExecState | None]:
+            return [known or states.get(exec_id) for exec_id, known in wanted]
+
+        run_ahead = RunAhead(self.machine, self._definition, run_block=self._run_block,
+                             load_states=parents, clock=now_ms)
+
+        async def apply(t: Transition | None) -> bool:
+            """Commit ``t`` here, carried on within its hop as a worker's is."""
+            (t,) = await run_ahead.carry(0, [t])
+            if t is None:
+                return False
             for state in t.writes:
                 states[state.execId] = state
             queue.extend(t.steps)
@@ -129,15 +140,19 @@ class InlineRunner:
                     run.executions.append(emit.data)
             return t.finishes_root
 
-        finished = apply(first)
+        finished = await apply(first)
         while queue and not finished:
             step = queue.popleft()
             state = states.get(step.exec_id)
             if state is None or state.status == "done" or state.version != step.version:
                 continue
-            finished = apply(await self._advance(state, step))
+            finished = await apply(await self._advance(state, step))
         root = states.get("0-inline")
         run.variables = dict(root.variables) if root else {}
+
+    def _definition(self, digest: str) -> ToolDefinition | None:
+        published = self.definitions.get(digest)
+        return published.definition if published else None
 
     async def _advance(self, state: ExecState, step: StepMsg) -> Transition:
         published = self.definitions.get(state.defHash)
@@ -149,16 +164,11 @@ class InlineRunner:
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
-        outcome = await self.runner.run(state, planned, now)
-        now = now_ms()
-        if isinstance(outcome, Unsupported):
-            return self.machine.fail(state, outcome, now)
-        if isinstance(outcome, SpawnChild | ToolFailure):
-            assert isinstance(planned, CallToolBlock)  # only a callTool spawns or fails to load
-            if isinstance(outcome, SpawnChild):
-                return self.machine.spawn(state, planned, outcome, now)
-            return self.machine.load_failure(state, planned, outcome, now)
-        return self.machine.after_block(state, planned, outcome, now)
+        return await self._run_block(state, planned)
+
+    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+        result = await self.runner.run(state, block, now_ms())
+        return self.machine.after_run(state, block, result, now_ms())
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""

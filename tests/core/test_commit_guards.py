@@ -91,3 +91,18 @@ async def test_run_ahead_stops_at_its_budget_and_the_rest_goes_on_as_step_entrie
         assert await steps_added(h) >= 1
     finally:
         await h.close()
+
+
+async def test_the_started_entry_keeps_the_variables_an_execution_started_with(
+        harness: Harness) -> None:
+    from tests.core.tools import ret, script, to, tool
+
+    # The script runs at intake, ahead of the commit that records "started": once the
+    # machine updated the very dict that entry held, so it showed the script's write.
+    await harness.put_tool("pt-start", tool("s", script("s", "return 'written'", "v", to("r")),
+                                            ret("r", "{{v}}")))
+    result = await harness.run("pt-start", variables={"v": "given"})
+    assert result.result == "written"
+    started = (await harness.trace(result.executionId))[0]
+    assert started.type == "started" and started.detail is not None
+    assert started.detail["variables"]["v"] == "given"

@@ -3,10 +3,13 @@
 It plays the worker's part the way handlers/steps.py does (apply a transition only when the
 version it expects is the stored one, drop every commit of a tree once it answered, settle
 each transition, run callTool children) and lets the test decide each I/O block's outcome.
+With ``run_ahead`` it carries each transition on as the worker does (runtime/runahead.py:
+inert blocks in the same hop, waiting parents resumed inline); without, it only settles.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,12 +17,13 @@ from typing import Any
 
 import msgspec
 
-from chatflow.runtime.errors import tool_not_published
+from chatflow.runtime.errors import ToolFailure, tool_not_published
 from chatflow.runtime.interpolation import render
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import BlockOutcome, SpawnChild
+from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
-from chatflow.schemas.definition import CallToolBlock, PublishedTool, ToolDefinition
+from chatflow.schemas.definition import CallToolBlock, PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 Outcomes = Callable[[ExecState, Any], BlockOutcome]
@@ -38,7 +42,7 @@ def command(pt: str, inputs: dict[str, str] | None = None,
 
 
 def _copy(state: ExecState) -> ExecState:
-    """What a read from the store gives: a state of its own (the machine mutates what it gets)."""
+    """What a read from the store gives: a state of its own, shared with no transition."""
     return msgspec.json.decode(msgspec.json.encode(state), type=ExecState)
 
 
@@ -66,6 +70,7 @@ class Driver:
     machine: Machine = field(default_factory=Machine)
     now: int = 1_000
     tick_ms: int = 1  # how far the clock moves per step
+    run_ahead: bool = False
 
     def definition(self, def_hash: str) -> ToolDefinition | None:
         raw = self.tools.get(def_hash)
@@ -76,13 +81,33 @@ class Driver:
         return None if raw is None else PublishedTool(id=pt, toolId=f"t-{pt}", definition=raw)
 
     def run(self, cmd: ExecuteToolCommand) -> Run:
+        return asyncio.run(self._run(cmd))
+
+    async def _run(self, cmd: ExecuteToolCommand) -> Run:
         run = Run()
+
+        async def load(_partition: int, wanted: list[tuple[str, ExecState | None]]
+                       ) -> list[ExecState | None]:
+            stored = [known or run.states.get(exec_id) for exec_id, known in wanted]
+            return [None if s is None else _copy(s) for s in stored]
+
+        ahead = RunAhead(self.machine, self.definition, clock=lambda: self.now,
+                         run_block=self._run_block if self.run_ahead else None,
+                         load_states=load, budget_ms=2**40)
+
+        async def hop(t: Transition) -> Transition:
+            if not self.run_ahead:
+                return ahead.settle(t, self.now)
+            (carried,) = await ahead.carry(0, [t])
+            assert carried is not None
+            return carried
+
         published = self.published(cmd.action.publishedToolId) or tool_not_published(
             cmd.action.publishedToolId)
         first = self.machine.start(cmd, published, cmd.action.publishedToolId, b"", exec_id=ROOT,
                                    partition=0, now=self.now, debug=False)
         queue: deque[StepMsg] = deque()
-        self._apply(run, self._settle(first), queue)
+        self._apply(run, await hop(first), queue)
         while queue:
             step = queue.popleft()
             self.now += self.tick_ms
@@ -90,13 +115,10 @@ class Driver:
             if stored is None or stored.version != step.version:
                 run.dropped += 1
                 continue
-            self._apply(run, self._settle(self._step(_copy(stored), step)), queue)
+            self._apply(run, await hop(await self._step(_copy(stored), step)), queue)
         return run
 
-    def _settle(self, t: Transition) -> Transition:
-        return self.machine.settle(t, self.definition, self.now)
-
-    def _step(self, state: ExecState, step: StepMsg) -> Transition:
+    async def _step(self, state: ExecState, step: StepMsg) -> Transition:
         definition = self.definition(state.defHash)
         assert definition is not None
         if step.kind == "resume":
@@ -105,17 +127,23 @@ class Driver:
         planned = self.machine.plan(state, definition, self.now)
         if isinstance(planned, Transition):
             return planned
-        if isinstance(planned, CallToolBlock):
-            child = self.published(planned.publishedToolId)
-            if child is None:
-                return self.machine.load_failure(state, planned,
-                                                 tool_not_published(planned.publishedToolId),
-                                                 self.now)
-            inputs = {m.name: render(m.value, state.variables, state.context)
-                      for m in planned.inputVariables}
-            return self.machine.spawn(state, planned, SpawnChild(
-                child, planned.publishedToolId, b"", inputs), self.now)
-        return self.machine.after_block(state, planned, self.outcomes(state, planned), self.now)
+        return await self._run_block(state, planned)
+
+    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+        return self.machine.after_run(state, block, self._result(state, block), self.now)
+
+    def _result(self, state: ExecState, block: RunnableBlock
+                ) -> BlockOutcome | SpawnChild | ToolFailure:
+        """What the block runner would give: a callTool's child (or the failure to load
+        it); any other block's outcome is the test's."""
+        if not isinstance(block, CallToolBlock):
+            return self.outcomes(state, block)
+        child = self.published(block.publishedToolId)
+        if child is None:
+            return tool_not_published(block.publishedToolId)
+        inputs = {m.name: render(m.value, state.variables, state.context)
+                  for m in block.inputVariables}
+        return SpawnChild(child, block.publishedToolId, b"", inputs)
 
     def _apply(self, run: Run, t: Transition, queue: deque[StepMsg]) -> None:
         """One atomic commit: the expected versions must hold and the tree must not have
