@@ -248,3 +248,15 @@ async def test_a_tool_published_or_trashed_while_serving_shows_on_the_next_listi
         assert "late_tool" not in by_name((await session.list_tools()).tools)
         gone = await session.call_tool("late_tool", {})
     assert gone.is_error and "no tool 'late_tool'" in text(gone)
+
+
+async def test_a_loopback_http_server_refuses_a_rebound_host_or_a_foreign_origin(
+        runtime: Runtime, shop_url: str) -> None:
+    # DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 reaches
+    # the loopback server with its own Host (and Origin) header. A valid key does not help it.
+    key = {"Authorization": f"Bearer {runtime.tokens['shop-editor']}"}
+    rebound = await post_initialize(shop_url, {**key, "Host": "attacker.example:80"})
+    assert rebound.status_code in (400, 403, 421), rebound.text
+    foreign = await post_initialize(shop_url, {**key, "Origin": "http://attacker.example"})
+    assert foreign.status_code in (400, 403), foreign.text
+    assert (await post_initialize(shop_url, key)).status_code == 200
