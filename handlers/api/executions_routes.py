@@ -19,7 +19,6 @@ import msgspec
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from chatflow.runtime.registry import workspace_of
 from chatflow.runtime.state import ExecState
 
 from ..registry.errors import Conflict, Invalid, NotFound
@@ -45,7 +44,7 @@ async def cancel(executionId: str, svc: Svc, who: Writer,
     await svc.registry.catch_up()
 
     def ours(root: ExecState) -> bool:  # the tree belongs to the workspace of its root tool
-        return workspace_of(svc.registry.state.tools.get(root.toolId)) == who.workspace
+        return scope.published_workspace(svc.registry, root.publishedToolId) == who.workspace
 
     outcome = await cancel_execution(svc.client, svc.keys, executionId,
                                      body.reason if body else "", svc.settings,
@@ -66,9 +65,10 @@ async def list_executions(svc: Svc, who: Caller) -> list[dict[str, Any]]:
     # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
     from ..cli.executions_cmd import in_flight
 
-    mine = await scope.workspace_tools(svc.registry, who.workspace)
+    await svc.registry.catch_up()
     # ``tool`` is the publishedToolId that ran; a command's toolId is only its caller's label.
-    return [asdict(row) for row in await in_flight(svc.client, svc.keys) if row.tool in mine]
+    return [asdict(row) for row in await in_flight(svc.client, svc.keys)
+            if scope.published_workspace(svc.registry, row.tool) == who.workspace]
 
 
 @router.get("/executions/{execution_id}/events",
@@ -80,9 +80,11 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
         report = await replay_execution(svc.client, svc.keys, execution_id)
     except ValueError as exc:  # an id that names no partition
         raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
-    mine = await scope.workspace_tools(svc.registry, who.workspace)
+    await svc.registry.catch_up()
     started = next((e for e in report.trace if e.type == "started"), None)
-    if started is not None and (started.detail or {}).get("publishedToolId") not in mine:
+    tool = (started.detail or {}).get("publishedToolId") if started is not None else None
+    if started is not None and (not isinstance(tool, str)
+                                or scope.published_workspace(svc.registry, tool) != who.workspace):
         report.trace.clear()  # another workspace's execution reads exactly like a missing one
     if not report.trace:
         raise NotFound(f"no event log for execution {execution_id!r} (expired after "

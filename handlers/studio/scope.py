@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from chatflow.runtime.registry import DEFAULT_WORKSPACE, workspace_of
 from chatflow.runtime.state import LogEntry
 
 from ..keys import Keys
@@ -32,6 +33,18 @@ async def workspace_tools(registry: Registry, workspace: str) -> set[str]:
             if tool.get("publishedTool"):
                 out.add(tool["publishedTool"]["id"])
     return out
+
+
+def published_workspace(registry: Registry, published_tool_id: str) -> str:
+    """The workspace of the tool that published ``published_tool_id``: what decides whose an
+    execution is (a command's ``toolId`` is only its caller's label). A published tool the
+    registry does not know (written straight to ``tool:{id}``, as before workspaces) is
+    ``default``'s, like every object that predates them. The caller has caught the registry up."""
+    for tool in registry.state.tools.values():
+        published = tool.get("publishedTool")
+        if isinstance(published, dict) and published.get("id") == published_tool_id:
+            return workspace_of(tool)
+    return DEFAULT_WORKSPACE
 
 
 async def root_tool(client: Client, keys: Keys, exec_id: str) -> str | None:

@@ -19,7 +19,7 @@ from tests.api.support import api_settings, running_api
 from tests.harness import Harness
 from tests.ops.conftest import GatedServer
 from tests.ops.test_metrics import families, value
-from tests.ops.tools import calling, http_then_return
+from tests.ops.tools import calling, http_then_return, returning
 
 
 async def start_nested(h: Harness, gated: GatedServer) -> tuple[str, bytes, str]:
@@ -144,6 +144,35 @@ async def test_the_api_cancels_an_execution_and_answers_clear_errors_otherwise(
         assert scrape.status_code == 200
         assert value(families(scrape.text), "chatflow_trees_ended_total", reason="cancelled") == 1
     assert (await trees_ended(harness.client, harness.keys))["cancelled"] == 1
+    gated.release.set()
+
+
+async def test_a_tree_belongs_to_the_workspace_of_its_published_tool_not_its_toolid_label(
+        harness: Harness, gated: GatedServer) -> None:
+    # A command's toolId is a free label: naming a tool of workspace a in it must not hand a's
+    # editors workspace b's execution, nor hide it from b.
+    settings = api_settings(harness.url, harness.settings.prefix)
+    async with running_api(settings) as api, \
+            api.as_key(await api.new_key(workspace="a", role="editor")) as a, \
+            api.as_key(await api.new_key(workspace="b", role="editor")) as b:
+        for client, tool, definition in [(a, "t-a", returning("a")),
+                                          (b, "t-b", http_then_return(gated.url))]:
+            created = await client.post("/tools", json={"id": tool, "definition": definition})
+            assert created.status_code == 201, created.text
+            published = await client.post(f"/tools/{tool}/publish")
+            assert published.status_code == 200, published.text
+        pt_b = (await b.get("/tools/t-b")).json()["publishedToolId"]
+        command = harness.command(pt_b, toolId="t-a")
+        await harness.send(command)
+        await asyncio.wait_for(gated.arrived.wait(), timeout=30)
+        (row,) = await in_flight(harness.client, harness.keys)
+        path = f"/executions/{row.executionId}/cancel"
+        assert (await a.get("/executions")).json() == []
+        assert (await a.get(f"/executions/{row.executionId}/events")).status_code == 404
+        assert (await a.post(path)).status_code == 404
+        assert [r["executionId"] for r in (await b.get("/executions")).json()] == [row.executionId]
+        cancelled = await b.post(path)
+        assert cancelled.status_code == 200, cancelled.text
     gated.release.set()
 
 
