@@ -55,7 +55,9 @@ async def test_a_batch_larger_than_max_batch_is_split(isolation: str) -> None:
     try:
         outcomes = await box.run_many([ScriptJob("return n", {"n": n}) for n in range(20)])
         assert [o.value for o in outcomes] == list(range(20))
-        assert box.evals == 3
+        # At least ceil(20 / 8) round trips. Not exactly 3: on a loaded machine a batch can take
+        # long enough per job that its owner is judged slow and runs in batches of its own.
+        assert box.evals >= 3
     finally:
         box.close()
 
