@@ -25,6 +25,7 @@ def reply_matcher(prefix: str, patterns: str) -> Callable[[str], bool]:
 if TYPE_CHECKING:  # imported by the methods: the CLI reads Settings without the block executors
     from chatflow.runtime.blocks.ai import AIConfig
     from chatflow.runtime.blocks.media import MediaConfig
+    from chatflow.runtime.outbound import Outbound
 
 
 class Settings(BaseSettings):
@@ -148,6 +149,13 @@ class Settings(BaseSettings):
 
     def egress_policy(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allow, self.egress_deny)
+
+    def outbound(self) -> Outbound:
+        """The door every executor sends HTTP through: a client with this egress policy and a
+        gate of ``http_max_connections`` (one per worker process or API)."""
+        from chatflow.runtime.outbound import Outbound
+
+        return Outbound(self.egress_policy(), max_connections=self.http_max_connections)
 
     def media_config(self) -> MediaConfig:
         from chatflow.runtime.blocks.media import MediaConfig

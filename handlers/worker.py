@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import structlog
 from faststream.middlewares import AckPolicy
 from faststream.redis import StreamSub
@@ -27,8 +26,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from chatflow.runtime import egress
-from chatflow.runtime.blocks import http as http_block
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
 from chatflow.runtime.blocks.runner import BlockRunner
@@ -91,11 +88,7 @@ class Worker:
                                            s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s))
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
-        self.http = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
-            max_connections=s.http_max_connections, max_keepalive_connections=min(
-                20, s.http_max_connections)))
-        egress.bind(self.http, s.egress_policy())
-        http_block.limit(self.http, s.http_max_connections)
+        self.http = s.outbound()
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20),
                                      lanes=s.script_lanes or None)

@@ -2,10 +2,10 @@
 
 Pure code: parsing the allow and deny lists (``CHATFLOW_EGRESS_ALLOW``, ``CHATFLOW_EGRESS_DENY``)
 and deciding about a host name and the addresses it resolved to. The HTTP side
-(``runtime/blocks/http.py`` ``send``) resolves every host itself, checks every address with
-:meth:`EgressPolicy.check`, connects to a checked address (so a DNS answer that changes between
-the check and the connection cannot redirect the request: no DNS rebinding), and checks every
-redirect hop again.
+(``runtime/outbound.py``: each ``Outbound`` carries its own policy) resolves every host itself,
+checks every address with :meth:`EgressPolicy.check`, connects to a checked address (so a DNS
+answer that changes between the check and the connection cannot redirect the request: no DNS
+rebinding), and checks every redirect hop again.
 
 Entries are comma- or whitespace-separated:
 
@@ -25,10 +25,8 @@ IPv4-compatible (``::169.254.169.254``) forms are denied whenever the IPv4 addre
 from __future__ import annotations
 
 import ipaddress
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -183,15 +181,5 @@ class EgressPolicy:
             raise EgressDenied(f"host {name} ({outside[0]}) is not on the egress allow list")
 
 
+#: The policy of settings that name no lists: metadata and link-local denied (DEFAULT_DENY).
 DEFAULT_POLICY = EgressPolicy.parse()
-_bound: weakref.WeakKeyDictionary[Any, EgressPolicy] = weakref.WeakKeyDictionary()
-
-
-def bind(client: Any, policy: EgressPolicy) -> None:
-    """Use ``policy`` for every request ``send`` makes through ``client`` (an httpx client)."""
-    _bound[client] = policy
-
-
-def policy_for(client: Any) -> EgressPolicy:
-    """The policy bound to ``client``, else :data:`DEFAULT_POLICY`."""
-    return _bound.get(client, DEFAULT_POLICY)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
 from fastapi import Request
 
-from chatflow.runtime import egress
+from chatflow.runtime.outbound import Outbound
 
 from ..keys import Keys
 from ..redis_client import Client
@@ -24,7 +23,7 @@ class Services:
     settings: Settings
     client: Client
     keys: Keys
-    http: httpx.AsyncClient
+    http: Outbound
     registry: Registry
     tools: ToolOps
     servers: ServerOps
@@ -34,8 +33,7 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, client: Client) -> Services:
         keys = Keys(settings.prefix, settings.partitions)
-        http = httpx.AsyncClient(follow_redirects=False)
-        egress.bind(http, settings.egress_policy())
+        http = settings.outbound()
         registry = Registry(client, keys, SecretBox(settings.encryption_key))
         limits = settings.limits()
         return cls(settings, client, keys, http, registry, ToolOps(registry),

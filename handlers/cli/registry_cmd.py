@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from chatflow.runtime.errors import ConfigurationError
@@ -42,7 +41,7 @@ def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]]) -
     async def go() -> Any:
         settings = settings_from(args)
         client, keys = client_for(settings)
-        http = httpx.AsyncClient(follow_redirects=False)
+        http = settings.outbound()
         try:
             registry = Registry(client, keys, SecretBox(settings.encryption_key))
             ops = Ops(registry, ToolOps(registry), ServerOps(registry, http, settings.limits()),

@@ -16,7 +16,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import msgspec
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
@@ -25,6 +24,7 @@ from chatflow.runtime.blocks.runner import BlockRunner, Executor
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
+from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
@@ -59,7 +59,7 @@ class InlineRun:
 
 
 class InlineRunner:
-    def __init__(self, settings: Settings, client: Client, keys: Keys, http: httpx.AsyncClient,
+    def __init__(self, settings: Settings, client: Client, keys: Keys, http: Outbound,
                  extra_executors: dict[str, Executor] | None = None) -> None:
         self.settings = settings
         self.keys = keys

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
 from chatflow.runtime.blocks.endpoint import call_endpoint
 from chatflow.runtime.limits import Limits
 from chatflow.runtime.origins import origin_of
+from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState, workspace_of
 from chatflow.runtime.registry.rebinding import header_origin, keep_bound, rebind_endpoints
 from chatflow.runtime.registry.state import Record
@@ -78,7 +77,7 @@ def _server_versions(server: Record) -> tuple[dict[str, str], dict[str, str]]:
 
 
 class ServerOps:
-    def __init__(self, registry: Registry, http: httpx.AsyncClient, limits: Limits) -> None:
+    def __init__(self, registry: Registry, http: Outbound, limits: Limits) -> None:
         self.registry = registry
         self.http = http
         self.limits = limits

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import filetype
-import httpx
 import msgspec
 import pypdf
 from pypdf.errors import PyPdfError
@@ -59,6 +58,7 @@ from ..events import iso
 from ..interpolation import to_text
 from ..limits import Limits
 from ..origins import origin_of
+from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..state import Emit, ExecState
 from . import openai_wire as wire
@@ -101,7 +101,7 @@ class Media:
 class CallAI:
     """The callAI executor; ``run`` is what the BlockRunner calls."""
 
-    def __init__(self, client: httpx.AsyncClient, credentials: CredentialSource,
+    def __init__(self, client: Outbound, credentials: CredentialSource,
                  config: AIConfig, limits: Limits,
                  clock: Callable[[], int] | None = None) -> None:
         self.client = client

@@ -15,19 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import httpx
-
 from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapping
 
 from ..errors import ToolFailure
 from ..interpolation import lookup, render
 from ..limits import Limits
 from ..origins import misplaced_secrets, origin_of
+from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..registry.endpoints import as_text, prepare_request
 from ..state import ExecState
 from .common import remaining_ms
-from .http import decode_body, response_writes, send
+from .http import decode_body, response_writes
 
 
 class ServerSource(Protocol):
@@ -88,7 +87,7 @@ def _value(template: str, variables: Mapping[str, Any], context: Mapping[str, An
 
 
 async def call_endpoint(
-    http: httpx.AsyncClient, server: dict[str, Any] | ToolFailure, server_id: str,
+    http: Outbound, server: dict[str, Any] | ToolFailure, server_id: str,
     endpoint_id: str, mappings: list[CallEndpointParamMapping],
     variables: Mapping[str, Any], context: Mapping[str, Any], *, timeout_ms: int, max_chars: int,
 ) -> EndpointCall:
@@ -116,8 +115,8 @@ async def call_endpoint(
         call.error = secret_origin_refused(endpoint_id, request.url, misplaced)
         return call
     try:
-        status, content, content_type = await send(
-            http, request.method, request.url, headers=request.headers,
+        status, content, content_type = await http.send(
+            request.method, request.url, headers=request.headers,
             content=request.content, timeout_s=timeout_ms / 1000,
             secret_headers=request.secret_origins)
     except ToolFailure as failure:
@@ -134,7 +133,7 @@ async def call_endpoint(
 class CallEndpointExecutor:
     """The callEndpoint block; register with ``BlockRunner.register("callEndpoint", ...)``."""
 
-    def __init__(self, http: httpx.AsyncClient, servers: ServerSource, limits: Limits) -> None:
+    def __init__(self, http: Outbound, servers: ServerSource, limits: Limits) -> None:
         self.http = http
         self.servers = servers
         self.limits = limits
@@ -155,7 +154,7 @@ class CallEndpointExecutor:
 
 
 async def run_call_endpoint_action(
-    http: httpx.AsyncClient, servers: ServerSource, action: Mapping[str, Any],
+    http: Outbound, servers: ServerSource, action: Mapping[str, Any],
     variables: Mapping[str, Any], context: Mapping[str, Any] | None = None,
     limits: Limits | None = None,
 ) -> dict[str, Any]:

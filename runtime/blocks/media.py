@@ -22,7 +22,7 @@ states none, or only ``application/octet-stream``, it is sniffed from the bytes 
 what WhatsApp sends (ogg/opus, mp3, m4a/mp4, amr, jpeg, png, webp, pdf). Keeping magic
 numbers by hand would mean maintaining that table ourselves.
 
-The body is read through ``runtime.blocks.http.send``, which stops reading past the size cap
+The body is read through ``Outbound.send`` (runtime/outbound.py), which stops reading past the size cap
 (``media_max_bytes``, 25 MB by default) and this block reports ``media_too_large``. A Graph
 ``file_size`` above the cap fails before the download. The whole block is bounded by the
 tool's remaining deadline; each network phase also by ``http_timeout_ms``.
@@ -42,17 +42,16 @@ from typing import Any
 from urllib.parse import quote
 
 import filetype
-import httpx
 
 from chatflow.schemas.definition import FetchMediaBlock
 
 from ..errors import ToolFailure
 from ..interpolation import lookup, to_text
 from ..limits import Limits
+from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..state import ExecState
 from .common import remaining_ms, text_of
-from .http import send
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 GRAPH_BASE_URL = "https://graph.facebook.com"
@@ -130,7 +129,7 @@ def size_text(n: int) -> str:
 class MediaFetcher:
     """The fetchMedia executor; ``run`` is what the BlockRunner calls."""
 
-    def __init__(self, client: httpx.AsyncClient, config: MediaConfig, limits: Limits) -> None:
+    def __init__(self, client: Outbound, config: MediaConfig, limits: Limits) -> None:
         self.client = client
         self.config = config
         self.limits = limits
@@ -237,7 +236,7 @@ class MediaFetcher:
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
                    max_bytes: int) -> tuple[int, bytes, str]:
         try:
-            return await send(self.client, "GET", url, headers=headers, content=None,
+            return await self.client.send("GET", url, headers=headers, content=None,
                               timeout_s=timeout_s, max_bytes=max_bytes)
         except ToolFailure as exc:
             if exc.code == "http_response_too_large":

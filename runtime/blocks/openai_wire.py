@@ -1,7 +1,7 @@
 """The OpenAI wire format, as callAI speaks it to any compatible endpoint.
 
 Request builders and response parsers are pure; :func:`post` is the one
-network call, made through ``runtime.blocks.http.send`` (size-capped read) with
+network call, made through ``Outbound.send`` (runtime/outbound.py) (size-capped read) with
 the key in the ``Authorization`` header only. Every failure becomes a
 ``ToolFailure`` with a stable ``llm_*`` code whose message never holds the key.
 
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from ..errors import ToolFailure
-from .http import send
+from ..outbound import Outbound
 from .media import error_message_of, scrub
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
@@ -190,7 +190,7 @@ def parse_transcription(body: bytes, requested_model: str) -> Reply:
 
 # -- transport -----------------------------------------------------------------------
 
-async def post(client: httpx.AsyncClient, base_url: str, api_key: str, request: WireRequest,
+async def post(client: Outbound, base_url: str, api_key: str, request: WireRequest,
                *, timeout_s: float, what: str) -> tuple[int, bytes]:
     """POST ``request``; a transport failure raises ToolFailure (``llm_timeout``,
     ``llm_unreachable``, ``llm_invalid_url``, ``llm_response_too_large``)."""
@@ -198,7 +198,7 @@ async def post(client: httpx.AsyncClient, base_url: str, api_key: str, request: 
     headers = {"Authorization": f"Bearer {api_key}", "Content-Type": request.content_type,
                "Accept": "application/json"}
     try:
-        status, body, _ = await send(client, "POST", url, headers=headers, content=request.body,
+        status, body, _ = await client.send("POST", url, headers=headers, content=request.body,
                                      timeout_s=timeout_s, max_bytes=MAX_RESPONSE_BYTES)
     except ToolFailure as exc:
         code = {"http_timeout": "llm_timeout", "http_invalid_url": "llm_invalid_url",

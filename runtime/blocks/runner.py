@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-import httpx
-
 from chatflow.schemas.definition import (
     CallToolBlock,
     ExecuteScriptBlock,
@@ -19,6 +17,7 @@ from ..definitions import DefinitionCache
 from ..errors import ToolFailure
 from ..interpolation import RenderTooLarge
 from ..limits import Limits
+from ..outbound import Outbound
 from ..outcome import BlockOutcome, SpawnChild
 from ..sandbox import ScriptSandbox
 from ..state import ExecState
@@ -47,7 +46,7 @@ class BlockRunner:
     def __init__(
         self,
         *,
-        http: httpx.AsyncClient,
+        http: Outbound,
         sandbox: ScriptSandbox,
         tools: ToolSource,
         definitions: DefinitionCache,

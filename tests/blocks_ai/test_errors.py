@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import msgspec
 import structlog
 
 from chatflow.runtime.blocks.ai import AIConfig, CallAI
+from chatflow.runtime.egress import DEFAULT_POLICY
 from chatflow.runtime.limits import Limits
+from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.state import ExecState, RootInfo
 from chatflow.schemas.definition import CallAIBlock
 from chatflow.schemas.wire import ExecuteToolAction
@@ -111,7 +112,7 @@ async def test_the_model_call_is_cut_at_the_tools_remaining_deadline(fakes: Fake
                       publishedToolId="p", defHash="", block="ask", variables={}, context={},
                       root=root, startedMs=now, deadlineMs=now + 300)
     block = CallAIBlock.model_validate(GENERATE)
-    async with httpx.AsyncClient() as client:
+    async with Outbound(DEFAULT_POLICY) as client:
         executor = CallAI(client, Credentials(), AIConfig(timeout_ms=60_000), Limits())
         outcome = await executor.run(state, block, now)
 

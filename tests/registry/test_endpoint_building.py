@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from chatflow.runtime.blocks.endpoint import run_call_endpoint_action
+from chatflow.runtime.egress import DEFAULT_POLICY
+from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.registry.endpoints import (
     build_endpoint_body,
     build_endpoint_url,
@@ -65,7 +66,7 @@ async def test_the_call_endpoint_flow_action_applies_its_variables_and_on_error(
         async def get_server(self, server_id: str) -> bytes | None:
             return json.dumps(config).encode() if server_id == "s" else None
 
-    async with httpx.AsyncClient() as http:
+    async with Outbound(DEFAULT_POLICY) as http:
         ok = await run_call_endpoint_action(http, Servers(), {
             "serverId": "s", "endpointId": "e", "responseBodyVariable": "body",
             "responseStatusVariable": "st",
