@@ -7,6 +7,10 @@ class ChatflowAgentError(Exception):
     """Raised when anything in the chatflow_agent SDK fails; the root of its errors."""
 
 
+class ConfigurationError(ChatflowAgentError):
+    """Raised when an environment variable the SDK reads holds a value it cannot use."""
+
+
 class ToolError(ChatflowAgentError):
     """Raised when a tool cannot be defined or a call to it fails."""
 
@@ -63,6 +67,7 @@ class MaxTurnsExceeded(ChatflowAgentError):
 
 __all__ = [
     "ChatflowAgentError",
+    "ConfigurationError",
     "MaxTurnsExceeded",
     "OutputValidationError",
     "ProviderConfigError",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -19,10 +18,12 @@ def configure_logging(level: str | None = None, *, json: bool | None = None,
                       stream: TextIO | None = None) -> None:
     """JSON lines in production (``CHATFLOW_ENV=production``, ``CHATFLOW_LOG_FORMAT=json``, or
     no terminal), console lines in development; secrets always pass ``redact_secrets``."""
-    level = level or os.environ.get("CHATFLOW_LOG_LEVEL", "INFO")
+    from .settings import LogSettings  # here: the CLI's start-up does not pay for pydantic
+
+    wanted = LogSettings()
+    level = level or wanted.log_level
     if json is None:
-        fmt = os.environ.get("CHATFLOW_LOG_FORMAT", "").lower()
-        env = os.environ.get("CHATFLOW_ENV", "").lower()
+        fmt, env = wanted.log_format.lower(), wanted.env.lower()
         json = fmt == "json" or (fmt != "console" and (env in ("production", "prod")
                                                       or not sys.stderr.isatty()))
     renderer: structlog.typing.Processor = (

@@ -1,4 +1,10 @@
-"""Settings from the environment (``CHATFLOW_*``, plus ``REDIS_URL``)."""
+"""Settings from the environment (``CHATFLOW_*``, plus ``REDIS_URL``).
+
+The one module of the service (``chatflow.handlers``, ``chatflow.runtime``) that reads the
+environment: everything else is handed a :class:`Settings` or what it builds (limits, the
+Outbound, the sandbox's child environment). The SDK has its own single reader,
+``chatflow_agent/settings.py``; tests/test_environment.py keeps both rules.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from fnmatch import fnmatchcase
 from glob import escape
 from typing import TYPE_CHECKING
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chatflow.runtime.egress import EgressPolicy
@@ -114,6 +120,9 @@ class Settings(BaseSettings):
     # Origins allowed by CORS, comma-separated; empty (the default): no CORS headers at all.
     api_cors_origins: str = ""
     encryption_key: str | None = None  # 64 hex chars (AES-256) for secret headers and API keys
+    # The one variable the V8 sandbox's worker processes inherit (docs/sandbox.md): where
+    # Python imports chatflow from, when that is not site-packages.
+    pythonpath: str = Field(default="", validation_alias=AliasChoices("PYTHONPATH", "pythonpath"))
 
     def allowed_hosts(self) -> list[str]:
         return _items(self.api_allowed_hosts) or ["*"]
@@ -150,6 +159,11 @@ class Settings(BaseSettings):
     def egress_policy(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allow, self.egress_deny)
 
+    def sandbox_env(self) -> dict[str, str]:
+        """The whole environment of a sandbox worker process: ``PYTHONPATH`` at most, so no
+        secret of this process (encryption key, Redis password...) reaches untrusted code."""
+        return {"PYTHONPATH": self.pythonpath} if self.pythonpath else {}
+
     def outbound(self) -> Outbound:
         """The door every executor sends HTTP through: a client with this egress policy and a
         gate of ``http_max_connections`` (one per worker process or API)."""
@@ -167,6 +181,26 @@ class Settings(BaseSettings):
         from chatflow.runtime.blocks.ai import AIConfig
 
         return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes)
+
+
+class LogSettings(BaseSettings):
+    """How the service logs: apart from Settings, so that logging works even while the rest
+    of the environment does not make valid settings (and can say so)."""
+
+    model_config = SettingsConfigDict(env_prefix="CHATFLOW_", extra="ignore")
+
+    log_level: str = "INFO"
+    log_format: str = ""  # "json", "console", or "" (decided by env and terminal)
+    env: str = ""  # "production" (or "prod") logs JSON lines
+
+
+def configured_redis_url() -> str | None:
+    """REDIS_URL (or CHATFLOW_REDIS_URL) as Settings reads it, for an error message; None
+    when none is set or the environment does not make valid settings."""
+    try:
+        return Settings().redis_url
+    except ValidationError:
+        return None
 
 
 def _items(value: str) -> list[str]:

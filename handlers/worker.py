@@ -91,7 +91,7 @@ class Worker:
         self.http = s.outbound()
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20),
-                                     lanes=s.script_lanes or None)
+                                     lanes=s.script_lanes or None, child_env=s.sandbox_env())
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
                                   script_timeout_ms=s.script_timeout_ms)

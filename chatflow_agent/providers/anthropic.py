@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
 from ..core.output import FINAL_RESULT_TOOL
 from ..core.usage import Usage
+from ..settings import api_key, base_url
 from .accumulate import AnthropicAccumulator
 from .base import FinishReason, ModelReply, Provider
-from .config import api_key, base_url
 
 if TYPE_CHECKING:
     from ..core.contracts import AgentConfig

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from ..core.usage import Usage
+from ..settings import api_key, base_url
 from .accumulate import GeminiAccumulator
 from .base import FinishReason, ModelReply, Provider
-from .config import api_key, base_url
 
 if TYPE_CHECKING:
     from ..core.contracts import AgentConfig

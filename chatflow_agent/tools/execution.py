@@ -17,13 +17,15 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
+from ..settings import tool_threads
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
 _DEFAULT_WORKERS = min(32, (os.cpu_count() or 1) + 4)
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-_pool_size = int(os.environ.get("CHATFLOW_AGENT_TOOL_THREADS", _DEFAULT_WORKERS))
+_pool_size: int | None = None  # None: CHATFLOW_AGENT_TOOL_THREADS, read at the first use
 _inside_tool = threading.local()
 
 
@@ -55,8 +57,9 @@ def tool_thread_pool() -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
+            size = _pool_size or tool_threads(_DEFAULT_WORKERS)
             _pool = ThreadPoolExecutor(
-                _pool_size, thread_name_prefix="chatflow-tool", initializer=_mark_tool_thread
+                size, thread_name_prefix="chatflow-tool", initializer=_mark_tool_thread
             )
         return _pool
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -80,12 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         from ..redis_client import auth_failure, is_auth_refusal
+        from ..settings import configured_redis_url
 
+        url = getattr(args, "redis_url", None) or configured_redis_url()
         if is_auth_refusal(exc):
-            url = getattr(args, "redis_url", None) or os.environ.get("REDIS_URL")
             print(f"chatflow: {auth_failure(url)}", file=sys.stderr)
             return 2
-        message = unreachable_message(exc, getattr(args, "redis_url", None))
+        message = unreachable_message(exc, url)
         if message is None:
             raise
         print(f"chatflow: {message}", file=sys.stderr)

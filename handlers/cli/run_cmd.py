@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
 import shlex
 import signal
 import sys
@@ -149,7 +148,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         url = server.url
         print(f"embedded Valkey on {redact(url)} (password in {server.password_file}, "
               f"AOF in {server.data_dir})", file=sys.stderr)
-        os.environ["REDIS_URL"] = url
+        # Passed on as settings, never through os.environ: whatever starts from here gets
+        # the URL from the Settings object it is handed.
+        settings = settings.model_copy(update={"redis_url": url})
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))

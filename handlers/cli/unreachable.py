@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,13 +34,14 @@ def redacted(url: str) -> str:
 
 
 def unreachable_message(exc: BaseException, url: str | None) -> str | None:
-    """The line to print when ``exc`` means the server could not be reached, else ``None``."""
+    """The line to print when ``exc`` means the server could not be reached, else ``None``;
+    ``url`` is the one the command used (``--redis-url``, else Settings' REDIS_URL)."""
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
     for cause in _chain(exc):
         if isinstance(cause, RedisConnectionError | RedisTimeoutError | ConnectionRefusedError):
-            where = url or os.environ.get("REDIS_URL") or os.environ.get("CHATFLOW_REDIS_URL") or "?"
+            where = url or "?"
             why = " ".join(str(cause).split()) or type(cause).__name__
             return f"cannot reach Valkey/Redis at {redacted(where)} ({why}): {ADVICE}"
     return None

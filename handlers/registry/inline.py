@@ -70,7 +70,8 @@ class InlineRunner:
         self.definitions = DefinitionCache()
         self.sandbox = ScriptSandbox(ScriptLimits(
             timeout_ms=settings.script_timeout_ms,
-            max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None)
+            max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None,
+            child_env=settings.sandbox_env())
         self.runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
                                   script_timeout_ms=settings.script_timeout_ms)

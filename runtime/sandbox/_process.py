@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -18,11 +17,6 @@ from collections.abc import Mapping, Sequence
 from ._codec import PreparedJob
 from ._protocol import HEADER, decode_response, encode_request
 from ._types import SCRIPT_ERROR, SCRIPT_MEMORY, ScriptLimits, ScriptOutcome
-
-# The only variables the worker inherits: where to import chatflow from, nothing else.
-# Secrets in the parent's environment (CHATFLOW_ENCRYPTION_KEY, REDIS_URL...) never reach
-# the process that runs untrusted JavaScript.
-_INHERITED_ENV = ("PYTHONPATH",)
 
 # Beyond the worker's own per-batch time budgets, how long before it counts as hung.
 GUARD_SLACK_S = 5.0
@@ -43,8 +37,8 @@ class WorkerProcess:
         self._stderr_task = self.loop.create_task(self._drain_stderr())
 
     @classmethod
-    async def start(cls, limits: ScriptLimits) -> WorkerProcess:
-        env = worker_env(os.environ)
+    async def start(cls, limits: ScriptLimits, env: Mapping[str, str]) -> WorkerProcess:
+        """``env`` is the child's whole environment: the caller decides, nothing is inherited."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -54,7 +48,7 @@ class WorkerProcess:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env=dict(env),
             limit=2**31,
         )
         return cls(proc)
@@ -117,8 +111,9 @@ class WorkerProcess:
 class ProcessExecutor:
     """Same interface as BatchExecutor, with the engine in a restartable child process."""
 
-    def __init__(self, limits: ScriptLimits) -> None:
+    def __init__(self, limits: ScriptLimits, env: Mapping[str, str]) -> None:
         self._limits = limits
+        self._env = dict(env)
         self._worker: WorkerProcess | None = None
         self._contexts_before = 0  # contexts created by workers that are gone
         self._discarded: list[WorkerProcess] = []  # killed, not yet reaped
@@ -161,7 +156,7 @@ class ProcessExecutor:
             self._discard_worker()
             worker = None
         if worker is None:
-            worker = await WorkerProcess.start(self._limits)
+            worker = await WorkerProcess.start(self._limits, self._env)
             self._worker = worker
             self.workers_started += 1
         return worker
@@ -181,11 +176,6 @@ class ProcessExecutor:
         discarded, self._discarded = self._discarded, []
         for worker in discarded:
             await worker.wait_closed()
-
-
-def worker_env(parent: Mapping[str, str]) -> dict[str, str]:
-    """The sandbox worker's environment: empty but for what Python needs to import us."""
-    return {name: parent[name] for name in _INHERITED_ENV if name in parent}
 
 
 def _crash_outcome(stderr_tail: str) -> ScriptOutcome:

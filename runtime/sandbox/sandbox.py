@@ -7,7 +7,7 @@ import contextlib
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
 from ._codec import PreparedJob, prepare
@@ -69,12 +69,18 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         max_batch: int = DEFAULT_MAX_BATCH,
         isolation: Isolation = "process",
         lanes: int | None = None,
+        child_env: Mapping[str, str] | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
         if lanes is not None and lanes < 1:
             raise ValueError("lanes must be at least 1")
         self._limits = limits
+        # The worker processes' whole environment (empty by default): the runtime reads no
+        # environment; the service passes Settings.sandbox_env(), and secrets in the
+        # parent's environment (CHATFLOW_ENCRYPTION_KEY, REDIS_URL...) never reach the
+        # process that runs untrusted JavaScript.
+        self._child_env = dict(child_env or {})
         self._max_batch = max_batch
         self._isolation = isolation
         self._max_lanes = lanes or default_lanes()
@@ -163,7 +169,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
 
     def _new_lane(self) -> _Lane:
         if self._isolation == "process":
-            return ProcessExecutor(self._limits)
+            return ProcessExecutor(self._limits, self._child_env)
         return ThreadLane(self._limits)
 
     def _dispatch(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -14,6 +14,7 @@ import structlog
 from chatflow.handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY
 from tests.registry.defs import returning
+from tests.support.http import LoopbackServer
 
 LIBRARY = Path(__file__).resolve().parents[1] / "fixtures" / "openapi" / "library-3.0.yaml"
 
@@ -66,3 +67,20 @@ def test_servers_and_an_openapi_import_from_the_command_line(cli: Callable[..., 
     assert len(cli("servers", "endpoints", "srv")) == 6
     error = cli("servers", "create", "--name", "x", "--base-url", "ftp://x", code=2)
     assert "baseUrl" in error
+
+
+def test_the_cli_endpoint_test_applies_the_egress_policy_of_its_settings(
+        cli: Callable[..., Any], http_server: LoopbackServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    http_server.route("GET", "/hello", {"ok": 1})
+    cli("servers", "create", "--id", "srv", "--name", "Local", "--base-url", http_server.base)
+    endpoint = tmp_path / "endpoint.json"
+    endpoint.write_text(json.dumps({"id": "hello", "name": "Hello", "path": "/hello",
+                                    "method": "GET"}))
+    cli("servers", "add-endpoint", "srv", str(endpoint))
+    assert cli("servers", "test", "srv", "hello")["status"] == 200
+    # The CLI once sent through a client with the built-in policy, whatever the settings said.
+    monkeypatch.setenv("CHATFLOW_EGRESS_DENY", "default, 127.0.0.0/8, ::1")
+    refused = cli("servers", "test", "srv", "hello")
+    assert refused["ok"] is False and refused["error"]["code"] == "egress_denied"
+    assert len(http_server.requests) == 1

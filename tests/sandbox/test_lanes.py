@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chatflow.handlers.settings import Settings
 from chatflow.runtime.sandbox import ScriptJob, ScriptLimits, ScriptSandbox
 from tests.sandbox.sandbox_helpers import RUNAWAY, run
 
@@ -76,6 +77,15 @@ async def test_closing_right_after_a_runaway_script_is_cancelled_is_safe(isolati
         await box.aclose()
 
 
+def _child_environment(box: ScriptSandbox) -> bytes:
+    (pid,) = box.worker_pids
+    return Path(f"/proc/{pid}/environ").read_bytes()
+
+
+def _names(raw: bytes) -> set[str]:
+    return {entry.split(b"=", 1)[0].decode() for entry in raw.split(b"\0") if entry}
+
+
 async def test_the_sandbox_worker_process_gets_an_empty_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -84,10 +94,25 @@ async def test_the_sandbox_worker_process_gets_an_empty_environment(
     box = ScriptSandbox(isolation="process", lanes=1)
     try:
         assert (await run(box, "return 1")).value == 1
-        (pid,) = box.worker_pids
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-        names = {entry.split(b"=", 1)[0].decode() for entry in raw.split(b"\0") if entry}
-        assert names <= {"PYTHONPATH"}
+        raw = _child_environment(box)
+        assert _names(raw) == set()  # the runtime passes on nothing it was not handed
+        assert b"not-for-scripts" not in raw and b"secret" not in raw
+    finally:
+        await box.aclose()
+
+
+async def test_the_service_hands_the_sandbox_only_pythonpath_from_its_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("CHATFLOW_ENCRYPTION_KEY", "not-for-scripts")
+    monkeypatch.setenv("REDIS_URL", "redis://:secret@127.0.0.1:1/0")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    box = ScriptSandbox(isolation="process", lanes=1, child_env=Settings().sandbox_env())
+    try:
+        assert (await run(box, "return 1")).value == 1
+        raw = _child_environment(box)
+        assert _names(raw) == {"PYTHONPATH"}
+        assert f"PYTHONPATH={tmp_path}".encode() in raw.split(b"\0")
         assert b"not-for-scripts" not in raw and b"secret" not in raw
     finally:
         await box.aclose()

@@ -13,7 +13,8 @@ import pytest
 from pydantic import Field
 
 from chatflow_agent import Tool, ToolExecutionError, tool
-from chatflow_agent.errors import ToolArgumentsError
+from chatflow_agent.errors import ConfigurationError, ToolArgumentsError
+from chatflow_agent.settings import TOOL_THREADS, tool_threads
 from chatflow_agent.tools import configure_tool_threads
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
@@ -238,3 +239,15 @@ def test_gemini_string_enums_get_their_python_type_back() -> None:
     arguments = pick.bind_model_arguments({"level": "2"}, gemini=False)
     with pytest.raises(ToolArgumentsError):
         pick.execute(**arguments)
+
+
+def test_the_tool_thread_count_comes_from_the_sdk_settings_and_a_bad_one_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOOL_THREADS, raising=False)
+    assert tool_threads(6) == 6
+    monkeypatch.setenv(TOOL_THREADS, " 3 ")
+    assert tool_threads(6) == 3
+    for bad in ("many", "0", "-2"):
+        monkeypatch.setenv(TOOL_THREADS, bad)
+        with pytest.raises(ConfigurationError, match=f"CHATFLOW_AGENT_TOOL_THREADS.*{bad!r}"):
+            tool_threads(6)
