@@ -3,7 +3,7 @@
 A secret header of an integration server or endpoint, and the apiKey of an LLM credential,
 is saved with the origin of the URL it was saved for. The registry clears it when that URL
 moves to another origin; the runtime refuses to send it anywhere else (second line of
-defence), and ``runtime.blocks.http.send`` drops it on a redirect that leaves the origin.
+defence), and ``Outbound.send`` (runtime/outbound.py) drops it on a redirect that leaves the origin.
 """
 
 from __future__ import annotations

@@ -76,10 +76,10 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         if lanes is not None and lanes < 1:
             raise ValueError("lanes must be at least 1")
         self._limits = limits
-        # The worker processes' whole environment (empty by default): the runtime reads no
-        # environment; the service passes Settings.sandbox_env(), and secrets in the
-        # parent's environment (CHATFLOW_ENCRYPTION_KEY, REDIS_URL...) never reach the
-        # process that runs untrusted JavaScript.
+        # child_env is the worker processes' whole environment (empty by default): the
+        # runtime reads no environment; the service passes Settings.sandbox_env(), so
+        # secrets in its environment (CHATFLOW_ENCRYPTION_KEY, REDIS_URL...) never reach
+        # the process that runs untrusted JavaScript.
         self._child_env = dict(child_env or {})
         self._max_batch = max_batch
         self._isolation = isolation
