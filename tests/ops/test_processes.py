@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -39,13 +40,13 @@ def start_workers(bare: Harness, base: int) -> subprocess.Popen[bytes]:
                         stderr=subprocess.PIPE, new_session=True)
 
 
-def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:
-    """Read the workers' JSON log lines until ``count`` metrics servers announced their port."""
+def _read_ports(proc: subprocess.Popen[bytes], count: int, seen: list[bytes]) -> set[int]:
     ports: set[int] = set()
     assert proc.stderr is not None
     while len(ports) < count:
         line = proc.stderr.readline()
-        assert line, "the worker processes exited before serving /metrics"
+        assert line, f"the worker processes exited before serving /metrics: {seen[-20:]}"
+        seen.append(line)
         with contextlib.suppress(ValueError):
             event = json.loads(line)
             if event.get("event") == "metrics and health endpoints listening":
@@ -53,11 +54,28 @@ def listening_ports(proc: subprocess.Popen[bytes], count: int) -> set[int]:
     return ports
 
 
+async def listening_ports(proc: subprocess.Popen[bytes], count: int, timeout_s: float = 60) -> set[int]:
+    """Read the workers' JSON log lines until ``count`` metrics servers announced their port."""
+    seen: list[bytes] = []
+    # A thread of its own, not the loop's shared executor: the test loop lives for the whole
+    # session, and a blocking call another test left running there must not delay this read.
+    reader = ThreadPoolExecutor(1, thread_name_prefix="listening-ports")
+    try:
+        future = asyncio.get_running_loop().run_in_executor(reader, _read_ports, proc, count, seen)
+        try:
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            raise AssertionError(f"{count} metrics ports not announced in {timeout_s} s; "
+                                 f"the workers' last log lines: {seen[-20:]}") from None
+    finally:
+        reader.shutdown(wait=False)  # the reader ends at EOF, once the test stops the workers
+
+
 async def test_each_worker_process_serves_its_own_metrics_port(bare: Harness) -> None:
     base = consecutive_free_ports(2)
     proc = start_workers(bare, base)
     try:
-        ports = await asyncio.wait_for(asyncio.to_thread(listening_ports, proc, 2), 60)
+        ports = await listening_ports(proc, 2)
         assert ports == {base, base + 1}
         async with httpx.AsyncClient() as http:
             for port in sorted(ports):
@@ -97,7 +115,7 @@ async def test_sigterm_to_the_supervisor_alone_drains_every_worker_process(bare:
     base = consecutive_free_ports(2)
     proc = start_workers(bare, base)
     try:
-        await asyncio.wait_for(asyncio.to_thread(listening_ports, proc, 2), 60)
+        await listening_ports(proc, 2)
         proc.send_signal(signal.SIGTERM)  # PID 1 in a container gets the signal, not its children
         _, err = await asyncio.to_thread(proc.communicate, None, 60)
     finally:
