@@ -90,6 +90,11 @@ async def test_every_command_whose_xadd_returned_is_answered_across_a_clean_valk
                          for _id, f in await read_all(client, keys.results))
         assert set(acked) <= set(counts), f"{len(set(acked) - set(counts))} acked commands unanswered"
         assert max(counts.values()) == 1
+        # Every loop that logged the outage reconnects on its next tick (backed off to at most
+        # 2 s): wait for that before stopping, since the answers may all be in before it.
+        outages = sum("cannot reach Redis; retrying" in str(line.get("event"))
+                      for line in pool.log_lines())
+        await _wait_logged(pool, "recovery loop reconnected", outages, timeout_s=20)
     finally:
         pool.stop()
         http.stop()
