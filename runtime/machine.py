@@ -124,34 +124,35 @@ class Machine:
     # -- one step --------------------------------------------------------------
 
     def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> RunnableBlock | Transition:
-        """The block to run next, or the Transition when a guardrail ends the run first."""
-        state = _own(state)
+        """The block to run next, or the Transition when a guardrail ends the run first.
+        Only an ending copies the state: planning a block to run (the usual case, and what
+        run-ahead asks of every step) reads it and nothing more."""
         if now > state.deadlineMs:
-            return self._abort(state, errors.tool_timeout(
+            return self._abort(_own(state), errors.tool_timeout(
                 state.root.action.publishedToolId, self.limits.tool_timeout_ms), now)
         block = definition.blocks.get(state.block)
         if block is None:
-            return self._fail(state, errors.tool_block_invalid(state.block, state.publishedToolId),
+            return self._fail(_own(state), errors.tool_block_invalid(state.block, state.publishedToolId),
                               now)
         if isinstance(block, UnknownBlock):
-            return self._fail(state, errors.tool_block_type_unknown(
+            return self._fail(_own(state), errors.tool_block_type_unknown(
                 state.publishedToolId, state.block, block.type), now)
         if state.hops >= self.limits.max_hops:
-            return self._fail(state, errors.tool_loop(state.publishedToolId, self.limits.max_hops),
+            return self._fail(_own(state), errors.tool_loop(state.publishedToolId, self.limits.max_hops),
                               now)
         if isinstance(block, ReturnBlock):
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
             except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
-                return self._fail(state, ToolFailure("render_too_large", str(exc)), now)
+                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now)
             t = Transition(expect=(state.execId, state.version))
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
                                            None, 0, now))
             t.log.append(LogEntry("block", state.execId, now, blockId=block.id,
                                   blockType="return", durationMs=0, ok=True, result=value))
-            return self._finish(state, value, None, now, t)
+            return self._finish(_own(state), value, None, now, t)
         return block
 
     def after_block(
