@@ -42,9 +42,10 @@ class CancelRequest(BaseModel):
 async def cancel(executionId: str, svc: Svc, who: Writer,
                  body: Annotated[CancelRequest | None, Body()] = None) -> dict[str, Any]:
     await svc.registry.catch_up()
+    owner = scope.owner_of_published(svc.registry)
 
     def ours(root: ExecState) -> bool:  # the tree belongs to the workspace of its root tool
-        return scope.published_workspace(svc.registry, root.publishedToolId) == who.workspace
+        return owner(root.publishedToolId) == who.workspace
 
     outcome = await cancel_execution(svc.client, svc.keys, executionId,
                                      body.reason if body else "", svc.settings,
@@ -66,9 +67,10 @@ async def list_executions(svc: Svc, who: Caller) -> list[dict[str, Any]]:
     from ..cli.executions_cmd import in_flight
 
     await svc.registry.catch_up()
+    owner = scope.owner_of_published(svc.registry)
     # ``tool`` is the publishedToolId that ran; a command's toolId is only its caller's label.
     return [asdict(row) for row in await in_flight(svc.client, svc.keys)
-            if scope.published_workspace(svc.registry, row.tool) == who.workspace]
+            if owner(row.tool) == who.workspace]
 
 
 @router.get("/executions/{execution_id}/events",
@@ -84,7 +86,7 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
     started = next((e for e in report.trace if e.type == "started"), None)
     tool = (started.detail or {}).get("publishedToolId") if started is not None else None
     if started is not None and (not isinstance(tool, str)
-                                or scope.published_workspace(svc.registry, tool) != who.workspace):
+                                or scope.owner_of_published(svc.registry)(tool) != who.workspace):
         report.trace.clear()  # another workspace's execution reads exactly like a missing one
     if not report.trace:
         raise NotFound(f"no event log for execution {execution_id!r} (expired after "

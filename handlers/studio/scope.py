@@ -9,6 +9,7 @@ of their command's root tool.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -35,16 +36,18 @@ async def workspace_tools(registry: Registry, workspace: str) -> set[str]:
     return out
 
 
-def published_workspace(registry: Registry, published_tool_id: str) -> str:
-    """The workspace of the tool that published ``published_tool_id``: what decides whose an
-    execution is (a command's ``toolId`` is only its caller's label). A published tool the
+def owner_of_published(registry: Registry) -> Callable[[str], str]:
+    """Whose an execution is, by the publishedToolId it ran: the workspace of the tool that
+    published it (a command's ``toolId`` is only its caller's label). A published tool the
     registry does not know (written straight to ``tool:{id}``, as before workspaces) is
-    ``default``'s, like every object that predates them. The caller has caught the registry up."""
+    ``default``'s, like every object that predates them. The caller has caught the registry
+    up; the index is built once, so a listing looks each row up in constant time."""
+    owners: dict[str, str] = {}
     for tool in registry.state.tools.values():
         published = tool.get("publishedTool")
-        if isinstance(published, dict) and published.get("id") == published_tool_id:
-            return workspace_of(tool)
-    return DEFAULT_WORKSPACE
+        if isinstance(published, dict) and isinstance(published.get("id"), str):
+            owners[published["id"]] = workspace_of(tool)
+    return lambda published_tool_id: owners.get(published_tool_id, DEFAULT_WORKSPACE)
 
 
 async def root_tool(client: Client, keys: Keys, exec_id: str) -> str | None:
