@@ -9,8 +9,16 @@ Scenarios, each with W worker processes on the same Valkey:
   scripts-3  three executeScript blocks, then return
   http-3     httpCall (to a loopback echo server, its own process) → executeScript → return
 Prints steps/s (block steps), executions/s, p50/p99 command-to-result latency
-under load, p50 when idle (one command at a time), and CPU per step (workers + Valkey).
+under load, p50/p99 when idle (one command at a time), and CPU per step (workers + Valkey).
 Figures are ratios against the baseline measured in the same run, never asserted.
+
+It also prints the work each execution costs (single node; see bench/work.py):
+Valkey commands per execution by command, from INFO commandstats (commands that Lua
+scripts call are counted too), stream entries appended (the producer's one included),
+bytes the workers sent to Valkey, round trips (bench/counted_worker.py counts every
+packed write of the worker's redis-py connections), worker and Valkey CPU per execution,
+and the idle round trips per second of one worker with nothing to do. --json writes
+every figure as one JSON document on stdout instead of the table.
 
 --cluster runs the stream scenarios on a local 3-master Valkey cluster (outbox + relay;
 the bare baseline is single-node only). --inflight-memory N holds N executions in
@@ -35,12 +43,15 @@ from typing import Any
 import psutil
 import redis.asyncio as aioredis
 
+from bench.work import IDLE_WINDOW_S, RoundTrips, Work, WorkMeter
 from chatflow.handlers.client import wait_results
 from chatflow.handlers.embedded import EmbeddedServer, free_port
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
 from tests.support.chaos import HoldingServer, command, setup_prefix
 from tests.support.valkey import LocalCluster
+
+DRIVER_NAME = "bench-driver"
 
 BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
                "definition": {"onboardingBlockId": "r",
@@ -96,6 +107,8 @@ class Figures:
     idle_p50_ms: float
     cpu_s: float
     server_cpu_s: float = 0.0
+    idle_p99_ms: float = 0.0
+    work: Work | None = None
 
     def row(self, base: Figures | None) -> str:
         sps = self.steps / self.seconds
@@ -106,18 +119,50 @@ class Figures:
                 f"CPU/step {self.cpu_s / self.steps * 1e6:6.0f}µs "
                 f"(Valkey {self.server_cpu_s / self.steps * 1e6:4.0f}µs)")
 
+    def as_dict(self, base: Figures | None) -> dict[str, Any]:
+        sps = self.steps / self.seconds
+        out: dict[str, Any] = {
+            "scenario": self.name, "workers": self.workers, "executions": self.executions,
+            "seconds": round(self.seconds, 3), "steps_per_s": round(sps, 1),
+            "of_baseline": round(sps / (base.steps / base.seconds), 4) if base else None,
+            "executions_per_s": round(self.executions / self.seconds, 1),
+            "p50_ms": round(self.p50_ms, 2), "p99_ms": round(self.p99_ms, 2),
+            "idle_p50_ms": round(self.idle_p50_ms, 3), "idle_p99_ms": round(self.idle_p99_ms, 3),
+            "cpu_per_step_us": round(self.cpu_s / self.steps * 1e6, 1),
+            "worker_cpu_per_execution_us": round((self.cpu_s - self.server_cpu_s)
+                                                 / self.executions * 1e6, 1),
+            "valkey_cpu_per_execution_us": round(self.server_cpu_s / self.executions * 1e6, 1),
+        }
+        if self.work is not None:
+            out["work"] = self.work.as_dict()
+        return out
+
+    def work_rows(self) -> list[str]:
+        cpu = (f"worker CPU {(self.cpu_s - self.server_cpu_s) / self.executions * 1e6:6.0f}µs  "
+               f"Valkey CPU {self.server_cpu_s / self.executions * 1e6:5.0f}µs per execution")
+        if self.work is None:
+            return [f"{'':<10} {cpu}"]
+        return [f"{'':<10} {line}" for line in [*self.work.rows(), cpu]]
+
 
 CLUSTER = False  # set by --cluster
 
 
-def spawn_workers(url: str, prefix: str, n: int, baseline: bool) -> list[subprocess.Popen[bytes]]:
+def spawn_workers(url: str, prefix: str, n: int, baseline: bool,
+                  counts: RoundTrips | None = None) -> list[subprocess.Popen[bytes]]:
+    """W worker processes (or bare loops); each counts its round trips into ``counts``."""
     env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
            "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0",
            "CHATFLOW_REDIS_CLUSTER": "true" if CLUSTER else "false"}
     procs = []
     for i in range(n):
+        counter = [counts.file(i)] if counts else []
         if baseline:
-            cmd = [sys.executable, "-m", "bench.baseline", url, prefix, f"c{i}", "64"]
+            tail = ["baseline", url, prefix, f"c{i}", "64"]
+            cmd = ([sys.executable, "-m", "bench.counted_worker", *counter, *tail] if counts
+                   else [sys.executable, "-m", "bench.baseline", *tail[1:]])
+        elif counts:
+            cmd = [sys.executable, "-m", "bench.counted_worker", *counter]
         else:
             cmd = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL))
@@ -140,7 +185,11 @@ def cpu_of(procs: list[psutil.Process]) -> float:
 
 class Driver:
     def __init__(self, url: str, prefix: str, baseline: bool) -> None:
-        self.client = make_client(url, cluster=CLUSTER)
+        # Named, so the work counts can tell the driver's bytes from the workers'.
+        self.client = (make_client(url, cluster=True) if CLUSTER
+                       else aioredis.Redis.from_url(url, client_name=DRIVER_NAME))
+        self.sent_commands = 0  # XADDs of commands, XREADs of results: the driver's own
+        self.reads = 0
         self.prefix = prefix
         self.baseline = baseline
         self.commands = f"{prefix}steps" if baseline else f"{prefix}stream:tool-commands"
@@ -173,8 +222,10 @@ class Driver:
                         sent[cid] = time.perf_counter()
                         pipe.xadd(self.commands, self.payload(pt, cid))
                         next_i += 1
+                        self.sent_commands += 1
                     await pipe.execute()
             reply = await self.client.xread({self.results: cursor}, count=1000, block=2000)
+            self.reads += 1
             now = time.perf_counter()
             for _name, entries in reply or []:
                 for entry_id, fields in entries:
@@ -199,27 +250,40 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         await client.set(f"{prefix}tool:{t['id']}", json.dumps(t))
     if baseline:
         await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
-    procs = spawn_workers(url, prefix, workers, baseline)
+    counts = RoundTrips(workers)
+    procs = spawn_workers(url, prefix, workers, baseline, counts)
     ps = [psutil.Process(p.pid) for p in procs] + server
     driver = Driver(url, prefix, baseline)
     pt, steps_per = ("", 3) if baseline else SCENARIOS[name]
+    meter = None if CLUSTER else WorkMeter(client, DRIVER_NAME)
     try:
         await driver.run(pt, 20, 1)  # warm up: workers up, definitions cached
         idle: list[float] = []
         for _ in range(100):
             idle += (await driver.run(pt, 1, 1))[1]
+        idle_rt = await counts.rate(IDLE_WINDOW_S)  # nothing in flight: what waiting costs
+        if meter:
+            await meter.start()
+        driver.sent_commands = driver.reads = 0
+        trips0 = counts.total()
         cpu0, server0 = cpu_of(ps), cpu_of(server)
         seconds, lat = await driver.run(pt, executions, 512)
         cpu, server_cpu = cpu_of(ps) - cpu0, cpu_of(server) - server0
+        await asyncio.sleep(0.25)  # the counters' files are rewritten every 100 ms
+        trips = counts.total() - trips0
+        work = (await meter.finish(executions, driver.sent_commands, driver.reads, trips,
+                                   idle_rt / workers) if meter else None)
     finally:
         for p in procs:
             p.terminate()
         for p in procs:
             p.wait()
+        counts.close()
         await client.aclose()
         await driver.client.aclose()
     return Figures(name, workers, executions, seconds, executions * steps_per,
-                   statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu, server_cpu)
+                   statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu, server_cpu,
+                   pct(idle, 0.99), work)
 
 
 async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
@@ -302,6 +366,8 @@ async def main() -> None:
     parser.add_argument("--cluster", action="store_true", help="on a local 3-master cluster")
     parser.add_argument("--inflight-memory", type=int, default=0, metavar="N",
                         help="only measure memory per in-flight execution with N parked")
+    parser.add_argument("--json", action="store_true",
+                        help="print every figure as one JSON document instead of the table")
     args = parser.parse_args()
     global CLUSTER
     CLUSTER = args.cluster
@@ -323,13 +389,19 @@ async def main() -> None:
         if "http-3" in scenarios.split(","):
             echo, echo_base = start_echo_server()
             tools.append(http_3(echo_base))
+        report: list[dict[str, Any]] = []
         for workers in [int(w) for w in args.workers.split(",")]:
             base: Figures | None = None
             for name in scenarios.split(","):
                 fig = await scenario(url, server_procs, name, workers, args.executions, tools)
                 base = fig if name == "baseline" else base
-                print(("cluster " if CLUSTER else "") + fig.row(None if name == "baseline" else base),
-                      flush=True)
+                ref = None if name == "baseline" else base
+                report.append(fig.as_dict(ref))
+                if not args.json:
+                    print(("cluster " if CLUSTER else "") + fig.row(ref), flush=True)
+                    print("\n".join(fig.work_rows()), flush=True)
+        if args.json:
+            print(json.dumps({"cluster": CLUSTER, "runs": report}, indent=2))
     finally:
         if echo is not None:
             echo.terminate()
