@@ -99,9 +99,11 @@ class Outbound:
 
     def __init__(self, policy: egress.EgressPolicy, *,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self.max_body_bytes = max_body_bytes  # the cap of a send() that names none
         self.policy = policy
         self.max_connections = max_connections
         self.tls = tls or default_tls()
@@ -143,12 +145,13 @@ class Outbound:
         headers: dict[str, str],
         content: str | bytes | None,
         timeout_s: float,
-        max_bytes: int = MAX_BODY_BYTES,
+        max_bytes: int | None = None,
         max_redirects: int = MAX_REDIRECTS,
         secret_headers: Collection[str] = (),
     ) -> tuple[int, bytes, str]:
         """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
 
+        ``max_bytes`` defaults to the Outbound's ``max_body_bytes``.
         A request waiting for a free connection waits inside its own ``timeout_s``; each
         network phase (connect, each read) is bounded by ``timeout_s`` too. A body longer than
         ``max_bytes`` fails with ``http_response_too_large`` and stops the read there.
@@ -177,7 +180,8 @@ class Outbound:
                                   "execução foi respondida (cancelada ou expirada) enquanto "
                                   "esperava uma conexão livre")
             left = max(0.001, timeout_s - (time.monotonic() - started))
-            return await self._send(method, url, headers, content, left, max_bytes,
+            cap = self.max_body_bytes if max_bytes is None else max_bytes
+            return await self._send(method, url, headers, content, left, cap,
                                     max_redirects, dropped)
         finally:
             self._gate.release()
