@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from glob import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -106,6 +106,12 @@ class Settings(BaseSettings):
     # docs/security.md): comma-separated hosts, addresses, CIDRs; "default" = metadata/link-local.
     egress_allow: str = ""
     egress_deny: str = "default"
+    # Outbound HTTP (docs/http.md). production: loopback/private/link-local denied unless in
+    # egress_allow; development (default): only egress_deny. Printed by worker/api/up at start.
+    egress_profile: Literal["development", "production"] = "development"
+    http_ca_file: str = ""  # extra CA bundle (PEM) Outbound trusts, besides Mozilla's roots
+    http_max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1)  # httpCall/callEndpoint
+    ai_max_output_bytes: int = Field(default=1024 * 1024, ge=1)  # callAI's output, UTF-8 bytes
     # HTTP API and registry (docs/registry.md)
     api_base_path: str = "/api"
     api_host: str = "127.0.0.1"
@@ -157,7 +163,7 @@ class Settings(BaseSettings):
         )
 
     def egress_policy(self) -> EgressPolicy:
-        return EgressPolicy.parse(self.egress_allow, self.egress_deny)
+        return EgressPolicy.parse(self.egress_allow, self.egress_deny, self.egress_profile)
 
     def sandbox_env(self) -> dict[str, str]:
         """The whole environment of a sandbox worker process: ``PYTHONPATH`` at most, so no
@@ -167,9 +173,11 @@ class Settings(BaseSettings):
     def outbound(self) -> Outbound:
         """The door every executor sends HTTP through: a client with this egress policy and a
         gate of ``http_max_connections`` (one per worker process or API)."""
-        from chatflow.runtime.outbound import Outbound
+        from chatflow.runtime.outbound import Outbound, default_tls
 
-        return Outbound(self.egress_policy(), max_connections=self.http_max_connections)
+        return Outbound(self.egress_policy(), max_connections=self.http_max_connections,
+                        tls=default_tls(self.http_ca_file or None),
+                        max_body_bytes=self.http_max_body_bytes)
 
     def media_config(self) -> MediaConfig:
         from chatflow.runtime.blocks.media import MediaConfig
@@ -180,7 +188,8 @@ class Settings(BaseSettings):
     def ai_config(self) -> AIConfig:
         from chatflow.runtime.blocks.ai import AIConfig
 
-        return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes)
+        return AIConfig(timeout_ms=self.llm_timeout_ms, max_input_bytes=self.media_max_bytes,
+                        max_output_bytes=self.ai_max_output_bytes)
 
 
 class LogSettings(BaseSettings):

@@ -22,6 +22,7 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
+from chatflow.runtime.outbound import sending_while
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import RunnableBlock, ToolDefinition
@@ -157,11 +158,17 @@ class StepProcessor:
             return self._decide_bound(msg, state)
 
     async def _run_bound(self, item: Pending) -> Transition:
-        with bound_execution(item.state):
+        # A request that waited for a connection slot checks its tree again before it is
+        # sent (runtime/outbound.py): the check in _drop_answered came before the wait.
+        with bound_execution(item.state), sending_while(lambda: self._unanswered(item.state)):
             try:
                 return await self._run_block(item.state, item.block)
             except Exception as exc:
                 return self._crashed(item.state, exc)
+
+    async def _unanswered(self, state: ExecState) -> bool:
+        (done,) = await self.store.answered(state.partition, [state.rootId])
+        return not done
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
         if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap

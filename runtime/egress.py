@@ -20,6 +20,13 @@ allowed; with an allow list, the host name must match an allowed name or *every*
 in an allowed network. An IPv6 address that carries an IPv4 address is checked as both: IPv4-mapped
 (``::ffff:169.254.169.254``), NAT64 (``64:ff9b::a9fe:a9fe``), 6to4 (``2002:a9fe:a9fe::``) and
 IPv4-compatible (``::169.254.169.254``) forms are denied whenever the IPv4 address is.
+
+Profiles (``CHATFLOW_EGRESS_PROFILE``): ``development`` (the default) is the rules above.
+``production`` also refuses every address in :data:`PRODUCTION_GUARDED` (loopback, private,
+unique-local, CGNAT, link-local, "this host"), in each IPv6 form of an IPv4 one, unless the host
+name or the address matches an entry of the allow list: the runtime's own Valkey, API and
+metrics, and the private network around it, are out of an editor's reach. The deny list still
+wins over the allow list.
 """
 
 from __future__ import annotations
@@ -43,6 +50,20 @@ DEFAULT_DENY: tuple[str, ...] = (
     "metadata.google.internal",
     "metadata.goog",
 )
+
+
+#: What the ``production`` profile refuses unless the allow list names it.
+PRODUCTION_GUARDED: tuple[str, ...] = (
+    "0.0.0.0/8",  # "this host"
+    "127.0.0.0/8",  # loopback: the runtime's Valkey, API and /metrics
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",  # private (RFC 1918)
+    "100.64.0.0/10",  # carrier-grade NAT (RFC 6598): private networks of some clouds
+    "169.254.0.0/16",  # link-local
+    "::/128", "::1/128",  # unspecified, loopback
+    "fc00::/7",  # unique-local (RFC 4193)
+    "fe80::/10", "fec0::/10",  # link-local, the old site-local
+)
+PROFILES = ("development", "production")
 
 
 class EgressDenied(Exception):
@@ -148,15 +169,21 @@ class EgressPolicy:
 
     allow: Rules = Rules()
     deny: Rules = Rules()
+    guarded: Rules = Rules()  # the profile's ranges: denied unless the allow list matches
+    profile: str = "development"
 
     @classmethod
     def parse(cls, allow: str | Iterable[str] | None = None,
-              deny: str | Iterable[str] | None = "default") -> EgressPolicy:
+              deny: str | Iterable[str] | None = "default",
+              profile: str = "development") -> EgressPolicy:
         """From the settings' text; ``default`` in ``deny`` expands to :data:`DEFAULT_DENY`."""
+        if profile not in PROFILES:
+            raise ValueError(f"egress profile {profile!r} is neither of {', '.join(PROFILES)}")
         denied: list[str] = []
         for entry in _split(deny):
             denied.extend(DEFAULT_DENY if entry.lower() == "default" else [entry])
-        return cls(Rules.parse(_split(allow)), Rules.parse(denied))
+        guarded = Rules.parse(PRODUCTION_GUARDED) if profile == "production" else Rules()
+        return cls(Rules.parse(_split(allow)), Rules.parse(denied), guarded, profile)
 
     def check_host(self, host: str) -> None:
         """Refuse a host name on the deny list before anything is resolved."""
@@ -174,11 +201,24 @@ class EgressPolicy:
             rule = self.deny.address_rule(address)
             if rule is not None:
                 raise EgressDenied(f"host {name} resolves to {address}, denied by egress rule {rule}")
+        if self.guarded:
+            self._check_guarded(host, addresses)
         if not self.allow or self.allow.host_rule(host) is not None:
             return
         outside = [a for a in addresses if self.allow.address_rule(a) is None]
         if outside:
             raise EgressDenied(f"host {name} ({outside[0]}) is not on the egress allow list")
+
+    def _check_guarded(self, host: str, addresses: Sequence[IPAddress]) -> None:
+        if self.allow.host_rule(host) is not None:
+            return
+        for address in addresses:
+            rule = self.guarded.address_rule(address)
+            if rule is not None and self.allow.address_rule(address) is None:
+                raise EgressDenied(
+                    f"host {normalise_host(host)} resolves to {address} ({rule}), which the "
+                    f"{self.profile} egress profile denies; to reach it, add the host or a CIDR "
+                    "to CHATFLOW_EGRESS_ALLOW")
 
 
 #: The policy of settings that name no lists: metadata and link-local denied (DEFAULT_DENY).

@@ -10,26 +10,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import httpx
+from yarl import URL
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# yarl, like a browser, silently drops tabs and newlines inside a URL; httpx refused them. A
+# URL whose host only appears once they are dropped is refused, as before.
+_CONTROL = frozenset(chr(c) for c in (*range(0x21), 0x7F))
+
+
+def parse_url(url: str) -> URL:
+    """The URL as Outbound sends it; ValueError for one with whitespace or control characters."""
+    if not isinstance(url, str) or any(c in _CONTROL for c in url):
+        raise ValueError("a URL may not contain spaces or control characters")
+    return URL(url)
 
 
 def origin_of(url: str) -> str:
     """``scheme://host:port`` with the default port spelled out; ``""`` for no usable URL.
 
-    Parsed by httpx, the client that sends the request: the same parser decides where a
-    secret may go and where it goes, so no URL can read as one host here and another there.
+    Parsed by yarl, the parser of aiohttp, the client that sends the request (Outbound): the
+    same parser decides where a secret may go and where it goes, so no URL can read as one host
+    here and another there.
     """
     try:
-        parts = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
+        parts = parse_url(url)
+        scheme = parts.scheme.lower()
+        host = (parts.host or "").lower()
+        port = parts.explicit_port or _DEFAULT_PORTS.get(scheme, 0)
+    except (ValueError, TypeError):
         return ""
-    scheme = parts.scheme.lower()
-    host = parts.host.lower()
     if not scheme or not host:
         return ""
-    port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     return f"{scheme}://{host}:{port}"

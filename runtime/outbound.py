@@ -1,30 +1,43 @@
 """Outbound HTTP: the one door httpCall, callEndpoint, fetchMedia and callAI send through.
 
-An :class:`Outbound` owns an httpx client, the egress policy every hop is checked against
-(runtime/egress.py) and the gate that lets at most ``max_connections`` requests through at once.
-The worker and the API each build one from their settings (``Settings.outbound()``) and hand it
-to every executor that sends HTTP. There is no module-level registry keyed by client: two
-Outbound objects in one process apply their own policy and their own gate, and a client cannot
-exist without a policy, because the policy is a required argument.
+An :class:`Outbound` owns an aiohttp session (its keep-alive connection pool), the egress
+policy every hop is checked against (runtime/egress.py) and the gate that lets at most
+``max_connections`` requests through at once. The worker and the API each build one from their
+settings (``Settings.outbound()``) and hand it to every executor that sends HTTP. There is no
+module-level registry keyed by client: two Outbound objects in one process apply their own
+policy and their own gate, and a client cannot exist without a policy, because the policy is a
+required argument.
 
-Sending (``Outbound.send``): the host is resolved here, every address checked, and the
-connection made to a checked address, so a DNS answer that changes between the check and the
-connection cannot redirect the request (no DNS rebinding). Redirects are followed by hand, each
-Location checked again.
+Why aiohttp: chosen by measurement (``python -m bench.http_engines``, docs/http.md). On the
+http-3 loop it used about a tenth of httpx's CPU per request and served 3-10× the requests/s.
+
+Sending (``Outbound.send``): the host name is checked, and the pool's resolver
+(:class:`CheckedResolver`) resolves it and checks every address before the connector connects
+to exactly those addresses, so a DNS answer that changes between the check and the connection
+cannot redirect the request (no DNS rebinding); the URL keeps the name, so the Host header and
+TLS SNI carry it and the certificate is verified against it. A kept-alive connection was made to
+a checked address. Redirects are followed by hand, each Location checked again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import TracebackType
 
-import httpx
+import aiohttp
+import certifi
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
 
 from . import egress
 from .errors import ToolFailure
+from .origins import parse_url
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -32,27 +45,90 @@ DEFAULT_MAX_CONNECTIONS = 100
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # Dropped on every redirect that leaves the origin, like the headers marked secret.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_CHUNK = 64 * 1024
+
+Check = Callable[[], Awaitable[bool]]
+# Whoever runs a block (handlers/steps.py) sets this: awaited after a request waited for a
+# connection slot and before it is sent; False means the tree was answered (cancelled, timed
+# out) while the request waited, so nothing is sent. A contextvar, because the executors'
+# signature (state, block, now_ms) is shared by every block kind and must not grow for this.
+_STILL_WANTED: ContextVar[Check | None] = ContextVar("chatflow_still_wanted", default=None)
+
+
+@contextmanager
+def sending_while(check: Check) -> Iterator[None]:
+    """Within this block, a request that waited for a slot is sent only if ``check()`` holds."""
+    token = _STILL_WANTED.set(check)
+    try:
+        yield
+    finally:
+        _STILL_WANTED.reset(token)
+
+
+def default_tls(ca_file: str | None = None) -> ssl.SSLContext:
+    """Verifying TLS context: Mozilla's roots (certifi, as before), plus ``ca_file`` if given."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    return context
+
+
+class CheckedResolver(AbstractResolver):
+    """The pool's resolver: resolve a name, check every address, hand back only those.
+
+    The connector connects to what this returns, so the address checked is the address used.
+    Address literals never reach a resolver: :meth:`Outbound._send_checked` checks them."""
+
+    def __init__(self, policy: egress.EgressPolicy) -> None:
+        self.policy = policy
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+        addresses = await resolve(host, port, None)
+        self.policy.check(host, addresses)
+        return [ResolveResult(hostname=host, host=str(a), port=port,
+                              family=socket.AF_INET if a.version == 4 else socket.AF_INET6,
+                              proto=0, flags=socket.AI_NUMERICHOST) for a in addresses]
+
+    async def close(self) -> None:
+        return None
 
 
 class Outbound:
-    """An httpx client, its egress policy and its connection gate, as one object."""
+    """An aiohttp session, its egress policy and its connection gate, as one object."""
 
     def __init__(self, policy: egress.EgressPolicy, *,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                 tls: ssl.SSLContext | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self.max_body_bytes = max_body_bytes  # the cap of a send() that names none
         self.policy = policy
         self.max_connections = max_connections
-        self.client = httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
-            max_connections=max_connections,
-            max_keepalive_connections=min(20, max_connections)))
-        # Requests wait here, not in httpcore's pool: the pool re-scans every queued request
-        # on each assignment pass (encode/httpx#3215), so with hundreds queued inside it a
-        # worker spent 80% of its CPU there and fell to 1/30 of its rate.
+        self.tls = tls or default_tls()
+        # Requests wait here, in front of the pool, so CHATFLOW_HTTP_MAX_CONNECTIONS bounds the
+        # requests in flight; the pool's own limit is the same, so it never queues them again.
         self._gate = asyncio.Semaphore(max_connections)
+        self.queued = 0  # requests waiting at the gate now
+        self._session: aiohttp.ClientSession | None = None
+
+    def _session_now(self) -> aiohttp.ClientSession:
+        # Made on first use: a connector needs the running loop, and settings build the
+        # Outbound before the loop runs.
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections, limit_per_host=0, ssl=self.tls,
+                resolver=CheckedResolver(self.policy), use_dns_cache=False)
+            # No cookie jar: one session serves every tool and tenant of the process.
+            self._session = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                auto_decompress=True)
+        return self._session
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     async def __aenter__(self) -> Outbound:
         return self
@@ -69,28 +145,43 @@ class Outbound:
         headers: dict[str, str],
         content: str | bytes | None,
         timeout_s: float,
-        max_bytes: int = MAX_BODY_BYTES,
+        max_bytes: int | None = None,
         max_redirects: int = MAX_REDIRECTS,
         secret_headers: Collection[str] = (),
     ) -> tuple[int, bytes, str]:
         """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
 
-        A request waiting for a free connection waits inside its own ``timeout_s``.
+        ``max_bytes`` defaults to the Outbound's ``max_body_bytes``.
+        A request waiting for a free connection waits inside its own ``timeout_s``; each
+        network phase (connect, each read) is bounded by ``timeout_s`` too. A body longer than
+        ``max_bytes`` fails with ``http_response_too_large`` and stops the read there.
         ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and every header named in
         ``secret_headers`` are dropped when a redirect leaves the origin, and 301/302/303 turn
         a request into a GET without a body.
         """
         dropped = _CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
         started = time.monotonic()
+        waited = self._gate.locked()
+        self.queued += 1
         try:
             async with asyncio.timeout(timeout_s):
                 await self._gate.acquire()
         except TimeoutError as exc:
             raise ToolFailure("http_timeout", f"{method} {url}: sem resposta em {timeout_s:.1f}s "
                                               "(todas as conexões ocupadas)") from exc
+        finally:
+            self.queued -= 1
         try:
+            check = _STILL_WANTED.get()
+            # Only after a wait: the caller checked the tree just before calling, and one
+            # Redis round trip per request would cost more than the request itself.
+            if waited and check is not None and not await check():
+                raise ToolFailure("execution_cancelled", f"{method} {url}: não enviado: a "
+                                  "execução foi respondida (cancelada ou expirada) enquanto "
+                                  "esperava uma conexão livre")
             left = max(0.001, timeout_s - (time.monotonic() - started))
-            return await self._send(method, url, headers, content, left, max_bytes,
+            cap = self.max_body_bytes if max_bytes is None else max_bytes
+            return await self._send(method, url, headers, content, left, cap,
                                     max_redirects, dropped)
         finally:
             self._gate.release()
@@ -98,94 +189,95 @@ class Outbound:
     async def _send(self, method: str, url: str, headers: dict[str, str],
                     content: str | bytes | None, timeout_s: float, max_bytes: int,
                     max_redirects: int, dropped: frozenset[str]) -> tuple[int, bytes, str]:
+        what = f"{method} {url}"
         try:
-            target = httpx.URL(url)
+            target = parse_url(url)
             for _hop in range(max_redirects + 1):
                 response = await self._send_checked(method, target, headers, content, timeout_s)
                 location = response.headers.get("location")
-                if response.status_code not in _REDIRECTS or not location:
+                if response.status not in _REDIRECTS or not location:
                     break
-                await response.aclose()
-                following = target.join(location)
-                if (following.scheme, following.host, following.port) != (
-                        target.scheme, target.host, target.port):
+                response.release()
+                following = target.join(parse_url(location))
+                if following.origin() != target.origin():
                     headers = {k: v for k, v in headers.items() if k.lower() not in dropped}
-                if response.status_code in (301, 302, 303) and method.upper() != "HEAD":
+                if response.status in (301, 302, 303) and method.upper() != "HEAD":
                     method, content = "GET", None
                     headers = {k: v for k, v in headers.items()
                                if k.lower() not in ("content-type", "content-length")}
                 target = following
             else:
                 raise ToolFailure("http_too_many_redirects",
-                                  f"{method} {url}: mais de {max_redirects} redirecionamentos")
-            body = await _read_capped(response, max_bytes, f"{method} {url}")
+                                  f"{what}: mais de {max_redirects} redirecionamentos")
+            body = await _read_capped(response, max_bytes, what)
         except egress.EgressDenied as exc:
-            raise ToolFailure("egress_denied", f"{method} {url}: egress bloqueado: {exc}") from exc
-        except (httpx.TimeoutException, TimeoutError) as exc:
-            raise ToolFailure("http_timeout",
-                              f"{method} {url}: sem resposta em {timeout_s:.1f}s") from exc
-        except httpx.InvalidURL as exc:
+            raise ToolFailure("egress_denied", f"{what}: egress bloqueado: {exc}") from exc
+        except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too
+            raise ToolFailure("http_timeout", f"{what}: sem resposta em {timeout_s:.1f}s") from exc
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise ToolFailure("http_tls_error", f"{what}: certificado TLS não verificado "
+                              f"({exc.certificate_error}); o servidor precisa de um certificado "
+                              "de uma CA confiável (ou a CA em CHATFLOW_HTTP_CA_FILE)") from exc
+        except (aiohttp.InvalidURL, ValueError) as exc:
             raise ToolFailure("http_invalid_url", f"URL inválida: {url!r} ({exc})") from exc
-        except httpx.HTTPError as exc:
-            raise ToolFailure("http_error", f"{method} {url}: {type(exc).__name__}: {exc}") from exc
-        return response.status_code, body, response.headers.get("content-type", "")
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ToolFailure("http_error", f"{what}: {type(exc).__name__}: {exc}") from exc
+        return response.status, body, response.headers.get("content-type", "")
 
-    async def _send_checked(self, method: str, url: httpx.URL, headers: dict[str, str],
-                            content: str | bytes | None, timeout_s: float) -> httpx.Response:
-        """One hop: check the host, resolve, check every address, connect to a checked address
-        (the URL's host is replaced by the address; Host header and TLS SNI keep the name)."""
+    async def _send_checked(self, method: str, url: URL, headers: dict[str, str],
+                            content: str | bytes | None, timeout_s: float
+                            ) -> aiohttp.ClientResponse:
+        """One hop: the host checked here, a name's addresses by the pool's resolver."""
         if url.scheme not in ("http", "https") or not url.host:
-            raise httpx.UnsupportedProtocol(f"only http(s) URLs with a host: {url}")
+            raise aiohttp.InvalidURL(f"only http(s) URLs with a host: {url}")
         self.policy.check_host(url.host)
-        port = url.port or (443 if url.scheme == "https" else 80)
-        addresses = await resolve(url.host, port, timeout_s)
-        self.policy.check(url.host, addresses)
-        pinned = egress.as_address(url.host) is None
-        failure: httpx.ConnectError | None = None
-        for address in addresses:
-            request = self.client.build_request(method, url, headers=headers, content=content,
-                                                timeout=timeout_s)
-            if pinned:
-                request.url = url.copy_with(host=str(address))
-                if url.scheme == "https":
-                    request.extensions = {**request.extensions, "sni_hostname": url.host}
-            try:
-                return await self.client.send(request, stream=True)
-            except httpx.ConnectError as exc:  # next address, as a resolver-aware client would
-                failure = exc
-        assert failure is not None
-        raise failure
+        literal = egress.as_address(url.host)
+        if literal is not None:  # aiohttp connects to a literal without asking the resolver
+            self.policy.check(url.host, [literal])
+        data = content.encode() if isinstance(content, str) else content
+        timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s,
+                                        sock_read=timeout_s)
+        # No automatic Content-Type: a body is sent with the type its block set, or none.
+        return await self._session_now().request(
+            method, url, headers=headers, data=data, allow_redirects=False, timeout=timeout,
+            skip_auto_headers=("Content-Type",))
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int, what: str) -> bytes:
+async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int, what: str) -> bytes:
     try:
+        if response.content_length is not None and response.content_length > max_bytes:
+            raise _too_large(what, max_bytes)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_chunked(_CHUNK):
             size += len(chunk)
             if size > max_bytes:
-                raise ToolFailure("http_response_too_large",
-                                  f"{what}: resposta maior que {max_bytes} bytes")
+                raise _too_large(what, max_bytes)
             chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        await response.aclose()
+    except BaseException:
+        response.close()  # the rest is never read: the connection is closed, not reused
+        raise
+    response.release()
+    return b"".join(chunks)
 
 
-async def resolve(host: str, port: int, timeout_s: float) -> list[egress.IPAddress]:
+def _too_large(what: str, max_bytes: int) -> ToolFailure:
+    return ToolFailure("http_response_too_large", f"{what}: resposta maior que {max_bytes} bytes")
+
+
+async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.IPAddress]:
     """Every address ``host`` resolves to, in the resolver's order, without duplicates."""
     literal = egress.as_address(host)
     if literal is not None:
         return [literal]
-    try:
-        async with asyncio.timeout(timeout_s):
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
+    async with asyncio.timeout(timeout_s):
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     found: list[egress.IPAddress] = []
     for info in infos:
         address = egress.as_address(str(info[4][0]))
         if address is not None and address not in found:
             found.append(address)
     return found
+
+
+__all__ = ["CheckedResolver", "Outbound", "default_tls", "resolve", "sending_while"]

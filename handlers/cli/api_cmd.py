@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from .common import add_redis_flag, ensure_reachable, require_url, settings_from
+from .common import (
+    add_redis_flag,
+    announce_egress,
+    ensure_reachable,
+    require_url,
+    settings_from,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +33,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"api_base_path": args.base_path})
     url = require_url(settings)
     ensure_reachable(settings)
+    announce_egress(settings)
     from ..redis_client import check_credentials
 
     asyncio.run(check_credentials(url, cluster=settings.redis_cluster))

@@ -83,3 +83,16 @@ def ensure_reachable(settings: Settings) -> None:
             await client.aclose()
 
     asyncio.run(ping())
+
+
+def announce_egress(settings: Settings) -> None:
+    """One line at start: which egress profile outbound HTTP runs under (docs/http.md)."""
+    import sys
+
+    if settings.egress_profile == "production":
+        detail = ("loopback, private and link-local addresses denied unless listed in "
+                  "CHATFLOW_EGRESS_ALLOW")
+    else:
+        detail = ("loopback and private addresses reachable by httpCall and friends; set "
+                  "CHATFLOW_EGRESS_PROFILE=production in deployments")
+    print(f"egress profile: {settings.egress_profile} ({detail})", file=sys.stderr, flush=True)

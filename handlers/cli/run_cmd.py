@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 from chatflow.runtime.errors import ChatflowError
 
-from .common import add_redis_flag, ensure_reachable, require_url, settings_from
+from .common import (
+    add_redis_flag,
+    announce_egress,
+    ensure_reachable,
+    require_url,
+    settings_from,
+)
 
 if TYPE_CHECKING:
     from ..embedded import EmbeddedServer
@@ -90,6 +96,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # No Valkey: one line and exit 3 (not a wait with backoff), so a supervisor (systemd,
     # Kubernetes, compose) restarts the worker on its own schedule and the failure shows.
     ensure_reachable(settings)
+    announce_egress(settings)
     if args.processes <= 1:
         asyncio.run(serve_workers(settings, url, tool_modules=args.tools))
         return 0
@@ -151,6 +158,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         # Passed on as settings, never through os.environ: whatever starts from here gets
         # the URL from the Settings object it is handed.
         settings = settings.model_copy(update={"redis_url": url})
+    announce_egress(settings)
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))

@@ -89,6 +89,9 @@ class CredentialSource(Protocol):
 class AIConfig:
     timeout_ms: int = 60_000
     max_input_bytes: int = 25 * 1024 * 1024
+    # The output kept in outputVariable, as UTF-8 bytes (CHATFLOW_AI_MAX_OUTPUT_BYTES): an
+    # execution's variables are stored on every step, so one answer may not grow them unbounded.
+    max_output_bytes: int = 1024 * 1024
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
 
 
@@ -176,6 +179,12 @@ class CallAI:
         else:
             reply = wire.parse_chat(body, request.model)
         outcome.emits.append(self._usage(state, block, reply, _ms(call_started)))
+        size = len(reply.text.encode("utf-8", errors="replace"))
+        if size > self.config.max_output_bytes:
+            raise ToolFailure("ai_output_too_large",
+                              f"{what}: a resposta do modelo tem {size_text(size)}, mais que o "
+                              f"limite de {size_text(self.config.max_output_bytes)} "
+                              "(CHATFLOW_AI_MAX_OUTPUT_BYTES); reduza maxTokens ou peça menos")
         if block.outputFormat == "json":
             return parse_json_output(reply, what)
         return reply.text

@@ -26,7 +26,7 @@ from ..outcome import BlockOutcome
 from ..registry.endpoints import as_text, prepare_request
 from ..state import ExecState
 from .common import remaining_ms
-from .http import decode_body, response_writes
+from .http import body_failure, decode_body, response_writes
 
 
 class ServerSource(Protocol):
@@ -120,7 +120,7 @@ async def call_endpoint(
             content=request.content, timeout_s=timeout_ms / 1000,
             secret_headers=request.secret_origins)
     except ToolFailure as failure:
-        call.error = failure
+        call.error = body_failure(failure)
     else:
         call.status, call.body = status, decode_body(content, content_type)
         if status >= 400:

@@ -29,6 +29,15 @@ def decode_body(content: bytes, content_type: str) -> Any:
     return text
 
 
+def body_failure(failure: ToolFailure) -> ToolFailure:
+    """The Outbound's size cap, as httpCall and callEndpoint name it: the body they would keep
+    in a variable is over ``CHATFLOW_HTTP_MAX_BODY_BYTES`` (the read stopped there)."""
+    if failure.code != "http_response_too_large":
+        return failure
+    return ToolFailure("http_body_too_large", f"{failure.message} (CHATFLOW_HTTP_MAX_BODY_BYTES); "
+                       "peça menos dados ao servidor (paginação, filtros) ou aumente o limite")
+
+
 def response_writes(block: Any, status: int | None, body: Any) -> dict[str, Any]:
     writes: dict[str, Any] = {}
     if block.responseStatusVariable:
@@ -58,8 +67,8 @@ async def run_http_call(
         status, content, content_type = await outbound.send(
             block.method, url, headers=headers, content=body, timeout_s=timeout_ms / 1000)
     except ToolFailure as failure:
-        return BlockOutcome(writes=response_writes(block, None, None), error=failure, debug=debug,
-                            duration_ms=_ms(started))
+        return BlockOutcome(writes=response_writes(block, None, None), error=body_failure(failure),
+                            debug=debug, duration_ms=_ms(started))
     value = decode_body(content, content_type)
     debug["status"] = status
     error = None

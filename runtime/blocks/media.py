@@ -242,7 +242,8 @@ class MediaFetcher:
             if exc.code == "http_response_too_large":
                 raise self._too_large(f"GET {_no_query(url)}") from exc
             code = {"http_timeout": "media_timeout", "http_invalid_url": "media_invalid_url",
-                    "egress_denied": "egress_denied"}.get(exc.code, "media_unreachable")
+                    "egress_denied": "egress_denied", "execution_cancelled": "execution_cancelled",
+                    }.get(exc.code, "media_unreachable")
             raise ToolFailure(code, f"fetchMedia: {exc.message}") from exc
 
     def _too_large(self, what: str) -> ToolFailure:

@@ -203,7 +203,8 @@ async def post(client: Outbound, base_url: str, api_key: str, request: WireReque
     except ToolFailure as exc:
         code = {"http_timeout": "llm_timeout", "http_invalid_url": "llm_invalid_url",
                 "http_response_too_large": "llm_response_too_large",
-                "egress_denied": "egress_denied"}.get(exc.code, "llm_unreachable")
+                "egress_denied": "egress_denied", "execution_cancelled": "execution_cancelled",
+                }.get(exc.code, "llm_unreachable")
         raise ToolFailure(code, scrub(f"{what}: {exc.message}", api_key)) from exc
     return status, body
 

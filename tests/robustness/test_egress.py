@@ -157,7 +157,7 @@ async def test_the_size_cap_still_applies_to_an_allowed_destination(
     http_server.route("GET", "/big", lambda _r: (200, {"Content-Type": "text/plain"},
                                                  b"x" * (10 * 1024 * 1024 + 1)))
     code, _ = await _error_of(harness, "pt-big", http_tool(f"{http_server.base}/big"))
-    assert code == "http_response_too_large"
+    assert code == "http_body_too_large"
 
 
 # -- the pure policy ---------------------------------------------------------------------------
