@@ -9,7 +9,6 @@ entry. Acks are manual, because a step's ack is part of its atomic commit (handl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import time
@@ -61,8 +60,11 @@ async def ensure_groups(client: Client, keys: Keys) -> None:
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     for stream, group in pairs:
-        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+        try:
             await client.xgroup_create(stream, group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if not str(exc).startswith("BUSYGROUP"):  # e.g. WRONGTYPE: the key is no stream
+                raise
 
 
 @dataclass
