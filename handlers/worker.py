@@ -83,7 +83,10 @@ class Worker:
         # The readers' own client: each holds a connection in XREADGROUP BLOCK for up to
         # read_block_ms, longer than redis-py's default socket timeout allows; a dead server
         # still fails the read a few seconds after the block would have ended.
+        # On a cluster there is one reader (one held connection) per partition stream.
         self.read_client = make_client(self.url, cluster=s.redis_cluster,
+                                       max_connections=max(256, 2 * s.partitions + 16
+                                                           + len(self.native_tools)),
                                        read_timeout_s=s.read_block_ms / 1000 + 5)
         self.store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
