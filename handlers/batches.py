@@ -166,7 +166,7 @@ class GroupReader:
                           "over to an empty replica); recreating the groups", group=self.group,
                           error=str(exc))
             elif self.unreachable:
-                log.warning("stream reader cannot reach Redis; retrying", group=self.group,
+                log.warning("stream reader: Redis unreachable; retrying", group=self.group,
                             error=str(exc))
             else:
                 log.error("stream reader failing; retrying", group=self.group,
