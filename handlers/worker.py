@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -47,6 +47,16 @@ from .store import Store, Targets
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
 LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
+
+
+class Sub(NamedTuple):
+    """One stream the worker reads: its group, partition (-1: none), processor, kind."""
+
+    stream: str
+    group: str
+    partition: int
+    process: Process
+    kind: str
 
 
 def consumer_name() -> str:
@@ -134,25 +144,27 @@ class Worker:
 
     # -- wiring ----------------------------------------------------------------
 
-    def _subscriptions(self) -> list[tuple[str, str, Process]]:
-        """Every (stream, group, processor) this worker reads."""
+    def _subscriptions(self) -> list[Sub]:
+        """Every stream this worker reads; all but the native calls (answered at most once)
+        are watched by recovery too."""
         k = self.keys
-        subs: list[tuple[str, str, Process]] = [(k.commands, COMMANDS_GROUP, self.intake.process)]
+        subs = [Sub(k.commands, COMMANDS_GROUP, -1, self.intake.process, "commands")]
         for n in range(k.partitions):
-            subs.append((k.steps(n), STEPS_GROUP, _bind(self.steps.process, n)))
-            subs.append((k.outbox(n), RELAY_GROUP, _bind(self.relay.process, n)))
+            subs.append(Sub(k.steps(n), STEPS_GROUP, n, _bind(self.steps.process, n), "steps"))
+            subs.append(Sub(k.outbox(n), RELAY_GROUP, n, _bind(self.relay.process, n), "outbox"))
         if self.settings.projections_enabled:
-            subs.append((k.executions, PROJECTION_GROUP, self.projection.process))
+            subs.append(Sub(k.executions, PROJECTION_GROUP, -1, self.projection.process,
+                            "projection"))
         for name in self.native.tools:
-            subs.append((k.native_calls(name), NATIVE_GROUP,
-                         _bind_native(self.native.process, name)))
+            subs.append(Sub(k.native_calls(name), NATIVE_GROUP, -1,
+                            _bind_native(self.native.process, name), "native"))
         return subs
 
     def _make_readers(self) -> list[GroupReader]:
         s = self.settings
         groups: dict[str, dict[str, Process]] = {}
-        for stream, group, process in self._subscriptions():
-            groups.setdefault(group, {})[stream] = process
+        for sub in self._subscriptions():
+            groups.setdefault(sub.group, {})[sub.stream] = sub.process
         readers = []
         for group, processes in groups.items():
             for streams in by_slot(list(processes), s.redis_cluster):
@@ -243,36 +255,23 @@ class Worker:
                 raise asyncio.CancelledError
             await asyncio.sleep(delay_ms / 1000)
 
-    def _reclaimable(self) -> list[tuple[str, str, int, Process, str]]:
-        """(stream, group, partition, processor, kind) of every stream recovery watches."""
-        k = self.keys
-        items: list[tuple[str, str, int, Process, str]] = [
-            (k.commands, COMMANDS_GROUP, -1, self.intake.process, "commands")]
-        for n in range(k.partitions):
-            items.append((k.steps(n), STEPS_GROUP, n, _bind(self.steps.process, n), "steps"))
-            items.append((k.outbox(n), RELAY_GROUP, n, _bind(self.relay.process, n), "outbox"))
-        if self.settings.projections_enabled:
-            items.append((k.executions, PROJECTION_GROUP, -1, self.projection.process,
-                          "projection"))
-        return items
-
     async def _reclaim_all(self) -> None:
         """One probe reads every stream's pending count; only streams with pending entries
         are looked at further. Reclaimed entries go through ``_take`` like fresh ones: same
         processors, same concurrency limit, and this loop goes on to the next stream at once."""
-        items = self._reclaimable()
-        counts = await self.recovery.pending_counts([(x[0], x[1]) for x in items])
-        missing = [x[0] for x, c in zip(items, counts, strict=True) if c < 0]
+        items = [sub for sub in self._subscriptions() if sub.kind != "native"]
+        counts = await self.recovery.pending_counts([(x.stream, x.group) for x in items])
+        missing = [x.stream for x, c in zip(items, counts, strict=True) if c < 0]
         if missing:
             log.error("consumer groups missing (Valkey restarted empty, was flushed or failed "
                       "over to an empty replica); recreating them", streams=missing[:5],
                       count=len(missing))
             await self._heal()
-        for (stream, group, n, process, kind), count in zip(items, counts, strict=True):
+        for x, count in zip(items, counts, strict=True):
             if count > 0:
-                await self.recovery.reclaim(stream, group, n,
-                                            self._dispatch(stream, group, process), kind)
-        await self.recovery.forget_idle_consumers([(x[0], x[1]) for x in items])
+                await self.recovery.reclaim(x.stream, x.group, x.partition,
+                                            self._dispatch(x.stream, x.group, x.process), x.kind)
+        await self.recovery.forget_idle_consumers([(x.stream, x.group) for x in items])
 
     async def _reap_all(self) -> None:
         due = await self.recovery.due_partitions()
