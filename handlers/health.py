@@ -1,4 +1,5 @@
-"""A small HTTP server in the worker process: ``/metrics``, ``/health/live``, ``/health/ready``.
+"""A small HTTP server in the worker process: ``/metrics``, ``/health/live``, ``/health/ready``,
+and the check of Valkey's memory that readiness makes.
 
 asyncio streams only (no web framework): three GET routes, one response each,
 connection closed after it. ``/metrics`` refreshes the XINFO gauges first, so a
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -25,10 +27,12 @@ READY_TIMEOUT_S = 5
 
 
 class HealthServer:
-    def __init__(self, host: str, port: int, ready: Check, refresh: Refresh | None = None) -> None:
+    def __init__(self, host: str, port: int, ready: Check, refresh: Refresh | None = None,
+                 live: Check | None = None) -> None:
         self.host = host
         self.port = port
         self.ready = ready
+        self.live = live
         self.refresh = refresh
         self._server: asyncio.Server | None = None
 
@@ -83,14 +87,50 @@ class HealthServer:
                     log.warning("stream gauges not refreshed", error=str(exc))
             return "200 OK", CONTENT_TYPE_LATEST, metrics.exposition()
         if path == "/health/live":
-            return "200 OK", "text/plain", b"live\n"
+            if self.live is None:
+                return "200 OK", "text/plain", b"live\n"
+            return await _answer(self.live, "liveness")
         if path == "/health/ready":
-            try:
-                ok, why = await asyncio.wait_for(self.ready(), timeout=READY_TIMEOUT_S)
-            except TimeoutError:
-                ok, why = False, f"readiness check failed: did not answer within {READY_TIMEOUT_S} s"
-            except Exception as exc:  # str() of many errors is empty: name the type too
-                ok, why = False, f"readiness check failed: {type(exc).__name__}: {exc}".rstrip(": ")
-            return ("200 OK" if ok else "503 Service Unavailable"), "text/plain", \
-                (why + "\n").encode()
+            return await _answer(self.ready, "readiness")
         return "404 Not Found", "text/plain", b"not found\n"
+
+
+async def _answer(check: Check, what: str) -> tuple[str, str, bytes]:
+    try:
+        ok, why = await asyncio.wait_for(check(), timeout=READY_TIMEOUT_S)
+    except TimeoutError:
+        ok, why = False, f"{what} check failed: did not answer within {READY_TIMEOUT_S} s"
+    except Exception as exc:  # str() of many errors is empty: name the type too
+        ok, why = False, f"{what} check failed: {type(exc).__name__}: {exc}".rstrip(": ")
+    return ("200 OK" if ok else "503 Service Unavailable"), "text/plain", (why + "\n").encode()
+
+
+def _nodes(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """INFO's reply per node: a cluster client answers ``{node: section}``."""
+    if info and all(isinstance(v, dict) for v in info.values()) and "used_memory" not in info \
+            and not any(k.startswith("errorstat_") for k in info):
+        return list(info.values())
+    return [info]
+
+
+async def memory_trouble(client: Any, oom_seen: int | None) -> tuple[str, int]:
+    """Why Valkey refuses writes for lack of memory ("" if it does not), and the server's
+    count of OOM rejections to compare with next time.
+
+    With ``maxmemory`` reached under ``noeviction`` every write fails with OOM while PING
+    still answers; a worker that reports ready then takes traffic it cannot commit. Either
+    sign is enough: used memory at the limit, or OOM rejections since the last check (the
+    memory may have dipped below the limit between two writes that failed)."""
+    memory, errors = await client.info("memory"), await client.info("errorstats")
+    oom = sum(int(node.get("errorstat_OOM", {}).get("count", 0)) for node in _nodes(errors))
+    for node in _nodes(memory):
+        limit, used = int(node.get("maxmemory", 0)), int(node.get("used_memory", 0))
+        if limit and used >= limit and node.get("maxmemory_policy") == "noeviction":
+            return (f"Valkey is full: used_memory {used} >= maxmemory {limit} under noeviction, "
+                    "so writes are refused (OOM). Raise maxmemory, trim the streams or add "
+                    "memory (docs/operations.md)"), oom
+    if oom_seen is not None and oom > oom_seen:
+        return (f"Valkey refused {oom - oom_seen} writes for lack of memory (OOM) since the "
+                "last check. Raise maxmemory, trim the streams or add memory "
+                "(docs/operations.md)"), oom
+    return "", oom

@@ -8,12 +8,19 @@ works on (handlers/leases.py), so only a dead or stuck worker's entries get that
 idle; entries this worker still holds are never taken again by it. An entry delivered ``max_deliveries``
 times is a poison message: it goes to the dead-letter stream, and the
 execution it belonged to is answered with an internal error.
+
+Idle, the loops must cost next to nothing whatever the number of partitions: each pass
+starts with ONE probe (a read-only script over every stream or deadline set; one per hash
+slot on a cluster) and looks further only where the probe found work. The same pass removes
+consumers gone for a claim window with nothing pending (dead workers' names would otherwise
+stay in XINFO for ever).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 import structlog
@@ -32,6 +39,46 @@ from .store import Store, dead_letter
 from .trees import End, end_trees
 
 log = structlog.get_logger("chatflow.recovery")
+
+# For each key: a stream's pending count in group ARGV[i + 1] (-1: stream or group missing),
+# or, where that argument is empty, the number of deadlines of a set due by ARGV[1].
+# pcall: one missing group must not hide the others.
+PROBE = """
+local out = {}
+for i = 1, #KEYS do
+  local group = ARGV[i + 1]
+  local r
+  if group ~= '' then
+    r = redis.pcall('XPENDING', KEYS[i], group)
+    if type(r) == 'table' and r.err then out[i] = -1 else out[i] = r[1] end
+  else
+    r = redis.pcall('ZCOUNT', KEYS[i], '-inf', ARGV[1])
+    if type(r) == 'table' and r.err then out[i] = -1 else out[i] = r end
+  end
+end
+return out
+"""
+# Delete the consumers idle longer than ARGV[1] ms with nothing pending. In one script so the
+# check and the delete are atomic: a consumer that read an entry in between would lose it
+# from the pending list (DELCONSUMER drops a consumer's pending entries).
+FORGET = """
+local removed = {}
+for i = 1, #KEYS do
+  local group = ARGV[i + 2]
+  local consumers = redis.pcall('XINFO', 'CONSUMERS', KEYS[i], group)
+  if type(consumers) == 'table' and not consumers.err then
+    for _, c in ipairs(consumers) do
+      local f = {}
+      for j = 1, #c, 2 do f[c[j]] = c[j + 1] end
+      if f['pending'] == 0 and f['idle'] > tonumber(ARGV[1]) and f['name'] ~= ARGV[2] then
+        redis.call('XGROUP', 'DELCONSUMER', KEYS[i], group, f['name'])
+        removed[#removed + 1] = f['name']
+      end
+    end
+  end
+end
+return removed
+"""
 OWN_STREAMS = frozenset({"commands", "steps", "outbox"})  # read by the runtime's groups alone
 
 
@@ -47,6 +94,52 @@ class Recovery:
         self.reaped = 0
         self.reclaimed = 0
         self.dead_lettered = 0
+        self._forgot_at = -float("inf")
+
+    async def _run(self, script: str, keys: list[str], head: list[str | int],
+                   per_key: list[str]) -> list[Any]:
+        """``script``'s replies over ``keys`` (key i with argument ``per_key[i]``, after the
+        ``head`` arguments), concatenated: in one call on a single node, whatever the number
+        of partitions; one per key on a cluster (a script must not cross hash slots)."""
+        client = self.store.client
+        if not keys:
+            return []
+        if not self.settings.redis_cluster:
+            return list(await client.eval(script, len(keys), *keys, *head, *per_key))
+        out: list[Any] = []
+        for key, arg in zip(keys, per_key, strict=True):
+            out += await client.eval(script, 1, key, *head, arg)
+        return out
+
+    async def pending_counts(self, streams: list[tuple[str, str]]) -> list[int]:
+        """Each ``(stream, group)``'s number of pending entries; -1 if the group is missing."""
+        now = int(time.time() * 1000)
+        counts = await self._run(PROBE, [s for s, _ in streams], [now], [g for _, g in streams])
+        return [int(c) for c in counts]
+
+    async def due_partitions(self) -> list[int]:
+        """The partitions whose deadline set holds a deadline that has passed."""
+        now = int(time.time() * 1000)
+        sets = [self.keys.deadlines(n) for n in range(self.keys.partitions)]
+        counts = await self._run(PROBE, sets, [now], [""] * len(sets))
+        return [n for n, c in enumerate(counts) if int(c) > 0]
+
+    async def forget_idle_consumers(self, streams: list[tuple[str, str]]) -> int:
+        """Remove consumers idle past the claim window with nothing pending, at most once
+        per claim window (the live readers read at least twice in one)."""
+        now = time.monotonic()
+        if now - self._forgot_at < self.settings.claim_idle_ms / 1000:
+            return 0
+        self._forgot_at = now
+        removed = await self._run(FORGET, [s for s, _ in streams],
+                                  [self.settings.claim_idle_ms, self.consumer],
+                                  [g for _, g in streams])
+        names = sorted({n.decode() if isinstance(n, bytes) else str(n) for n in removed})
+        if names:
+            log.info("removed consumers idle past the claim window with nothing pending",
+                     consumers=names[:10], count=len(names))
+            metrics.reaper_action("consumer_removed", len(names))
+        return len(names)
 
     async def reap_deadlines(self, partition: int) -> int:
         now = int(time.time() * 1000)

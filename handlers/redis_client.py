@@ -32,11 +32,17 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-def make_client(url: str, *, cluster: bool = False, max_connections: int = 256) -> Client:
+def make_client(url: str, *, cluster: bool = False, max_connections: int = 256,
+                read_timeout_s: float | None = None) -> Client:
+    """``read_timeout_s``: the socket timeout, for a client whose commands block on the server
+    longer than redis-py's default of 5 s (XREADGROUP BLOCK); None keeps that default."""
+    extra: dict[str, Any] = {} if read_timeout_s is None else {"socket_timeout": read_timeout_s}
     try:
         if cluster:
-            return RedisCluster.from_url(url, decode_responses=False, max_connections=max_connections)
-        return aioredis.Redis.from_url(url, decode_responses=False, max_connections=max_connections)
+            return RedisCluster.from_url(url, decode_responses=False,
+                                         max_connections=max_connections, **extra)
+        return aioredis.Redis.from_url(url, decode_responses=False,
+                                       max_connections=max_connections, **extra)
     except ValueError as exc:
         raise ConfigurationError(
             f"REDIS_URL {redact(url)!r} is not a Redis URL; expected "

@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 from glob import escape
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chatflow.runtime.egress import EgressPolicy
@@ -45,7 +45,9 @@ class Settings(BaseSettings):
     partitions: int = Field(default=4, ge=1, le=1024)
     batch_size: int = Field(default=64, ge=1, le=1000)
     inflight_batches: int = Field(default=4, ge=1, le=64)
-    block_ms: int = Field(default=1000, ge=1)
+    # How long one XREADGROUP waits for an entry. It returns as soon as one arrives, so a
+    # longer wait costs no latency; it only sets an idle worker's read rate (docs/operations.md).
+    block_ms: int = Field(default=5000, ge=1)
     # Generation-0 threshold of Python's cyclic GC in worker processes (0: Python's 700).
     # At 700 the collector ran ~70 times per 1,000 executions and took a fifth of a
     # worker's CPU; nearly everything a step allocates is freed by refcounting anyway.
@@ -55,8 +57,10 @@ class Settings(BaseSettings):
     # so only a dead or stuck worker's entries ever get that idle (handlers/leases.py).
     claim_idle_ms: int = Field(default=15_000, ge=100)
     lease_renew_ms: int = Field(default=0, ge=0)
-    claim_interval_ms: int = Field(default=2_000, ge=10)
-    reaper_interval_ms: int = Field(default=500, ge=10)
+    # Recovery polls, sized to their windows when 0 (the default): reclaim every third of
+    # claim_idle_ms, deadlines every thirtieth of tool_timeout_ms (100 ms to 1 s).
+    claim_interval_ms: int = Field(default=0, ge=0)
+    reaper_interval_ms: int = Field(default=0, ge=0)
     max_deliveries: int = Field(default=5, ge=1)
     debug_maxlen: int = Field(default=1000, ge=1)
     # A contact's debug stream expires this long after its last event: commands may name any
@@ -135,6 +139,20 @@ class Settings(BaseSettings):
 
     def cors_origins(self) -> list[str]:
         return _items(self.api_cors_origins)
+
+    @model_validator(mode="after")
+    def _size_recovery_polls(self) -> Settings:
+        if not self.claim_interval_ms:
+            self.claim_interval_ms = max(10, self.claim_idle_ms // 3)
+        if not self.reaper_interval_ms:
+            self.reaper_interval_ms = min(1000, max(100, self.tool_timeout_ms // 30))
+        return self
+
+    @property
+    def read_block_ms(self) -> int:
+        """A read never waits longer than half a claim window: a live reader's consumer then
+        never looks idle for one (recovery removes consumers idle that long)."""
+        return max(1, min(self.block_ms, self.claim_idle_ms // 2))
 
     @property
     def lease_renew_every_ms(self) -> int:

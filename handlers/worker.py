@@ -1,27 +1,23 @@
-"""The worker: FastStream batch subscribers on the command, step and outbox streams.
+"""The worker: batch readers on the command, step and outbox streams, and the recovery loops.
 
-One process runs, for every partition, a step subscriber and an outbox
-relay subscriber, plus one command subscriber and the recovery loops. All of
-them are stateless: any worker, on any machine, can take any entry. Acks are
-manual, because a step's ack is part of its atomic commit (handlers/store.py).
+One process reads every partition's step and outbox streams and the command stream, one
+blocking XREADGROUP per consumer group over all of its streams (handlers/batches.py), and
+runs the recovery loops. All of them are stateless: any worker, on any machine, can take any
+entry. Acks are manual, because a step's ack is part of its atomic commit (handlers/store.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
-from faststream.middlewares import AckPolicy
-from faststream.redis import StreamSub
-from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -34,8 +30,8 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 
 from . import metrics as prom
-from .batches import entries_of, raw_broker, raw_entries
-from .health import HealthServer
+from .batches import GroupReader, by_slot
+from .health import HealthServer, memory_trouble
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
 from .leases import Leases
@@ -53,6 +49,16 @@ Process = Callable[[list[Entry]], Awaitable[None]]
 LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
 
 
+class Sub(NamedTuple):
+    """One stream the worker reads: its group, partition (-1: none), processor, kind."""
+
+    stream: str
+    group: str
+    partition: int
+    process: Process
+    kind: str
+
+
 def consumer_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
@@ -64,8 +70,11 @@ async def ensure_groups(client: Client, keys: Keys) -> None:
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     for stream, group in pairs:
-        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+        try:
             await client.xgroup_create(stream, group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if not str(exc).startswith("BUSYGROUP"):  # e.g. WRONGTYPE: the key is no stream
+                raise
 
 
 @dataclass
@@ -81,6 +90,14 @@ class Worker:
         s.check()  # contradicting settings are refused here, naming both
         self.keys = Keys(s.prefix, s.partitions)
         self.client = make_client(self.url, cluster=s.redis_cluster)
+        # The readers' own client: each holds a connection in XREADGROUP BLOCK for up to
+        # read_block_ms, longer than redis-py's default socket timeout allows; a dead server
+        # still fails the read a few seconds after the block would have ended.
+        # On a cluster there is one reader (one held connection) per partition stream.
+        self.read_client = make_client(self.url, cluster=s.redis_cluster,
+                                       max_connections=max(256, 2 * s.partitions + 16
+                                                           + len(self.native_tools)),
+                                       read_timeout_s=s.read_block_ms / 1000 + 5)
         self.store = Store(self.client, self.keys, state_ttl_s=s.state_ttl_s,
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
                            direct=not s.redis_cluster,
@@ -114,43 +131,60 @@ class Worker:
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
-        self.broker = raw_broker(self.url, cluster=s.redis_cluster)
         prom.configure(s.metrics_max_tools)
-        self.broker.add_middleware(RedisPrometheusMiddleware(registry=prom.REGISTRY,
-                                                             app_name="chatflow-worker"))
         self.health: HealthServer | None = None
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(s.inflight_batches * (2 * s.partitions + 1))
         self._loops: list[asyncio.Task[None]] = []
+        self._reading: list[asyncio.Task[None]] = []
         self._lost_logged_at = -LOST_LOG_EVERY_S
         self._lost_suppressed = 0
-        self._subscribe()
+        self._oom_seen: int | None = None
+        self.readers = self._make_readers()
 
     # -- wiring ----------------------------------------------------------------
 
-    def _sub(self, stream: str, group: str, process: Process) -> None:
-        s = self.settings
-
-        async def handle(entries: list[Entry]) -> None:
-            await self._take(stream, group, process, entries)
-
-        self.broker.subscriber(
-            stream=StreamSub(stream, group=group, consumer=self.consumer, batch=True,
-                             max_records=s.batch_size, polling_interval=s.block_ms),
-            ack_policy=AckPolicy.MANUAL,
-            parser=raw_entries,
-            decoder=entries_of,
-        )(handle)
-
-    def _subscribe(self) -> None:
-        self._sub(self.keys.commands, COMMANDS_GROUP, self.intake.process)
-        for n in range(self.keys.partitions):
-            self._sub(self.keys.steps(n), STEPS_GROUP, _bind(self.steps.process, n))
-            self._sub(self.keys.outbox(n), RELAY_GROUP, _bind(self.relay.process, n))
+    def _subscriptions(self) -> list[Sub]:
+        """Every stream this worker reads; all but the native calls (answered at most once)
+        are watched by recovery too."""
+        k = self.keys
+        subs = [Sub(k.commands, COMMANDS_GROUP, -1, self.intake.process, "commands")]
+        for n in range(k.partitions):
+            subs.append(Sub(k.steps(n), STEPS_GROUP, n, _bind(self.steps.process, n), "steps"))
+            subs.append(Sub(k.outbox(n), RELAY_GROUP, n, _bind(self.relay.process, n), "outbox"))
         if self.settings.projections_enabled:
-            self._sub(self.keys.executions, PROJECTION_GROUP, self.projection.process)
+            subs.append(Sub(k.executions, PROJECTION_GROUP, -1, self.projection.process,
+                            "projection"))
         for name in self.native.tools:
-            self._sub(self.keys.native_calls(name), NATIVE_GROUP, _bind_native(self.native.process, name))
+            subs.append(Sub(k.native_calls(name), NATIVE_GROUP, -1,
+                            _bind_native(self.native.process, name), "native"))
+        return subs
+
+    def _make_readers(self) -> list[GroupReader]:
+        s = self.settings
+        groups: dict[str, dict[str, Process]] = {}
+        for sub in self._subscriptions():
+            groups.setdefault(sub.group, {})[sub.stream] = sub.process
+        readers = []
+        for group, processes in groups.items():
+            for streams in by_slot(list(processes), s.redis_cluster):
+                readers.append(GroupReader(
+                    self.read_client, group, self.consumer, {x: processes[x] for x in streams},
+                    self._take, self._heal, count=s.batch_size, block_ms=s.read_block_ms,
+                    on_change=self._reader_changed))
+        return readers
+
+    def _reader_changed(self) -> None:
+        """chatflow_worker_up follows the readers: 0 while any of them cannot read."""
+        if self._reading:
+            prom.UP.set(int(all(r.reading for r in self.readers)))
+
+    async def _heal(self) -> None:
+        """Recreate what a server that lost its data (no persistence, FLUSHALL, failover to an
+        empty replica) no longer has: every consumer group, and the scripts."""
+        await ensure_groups(self.client, self.keys)
+        await self.native.start()
+        await self.store.load_scripts()
 
     async def _take(self, stream: str, group: str, process: Process,
                     entries: list[Entry]) -> None:
@@ -202,8 +236,7 @@ class Worker:
         while True:
             try:
                 if failing:  # a restarted server may have lost groups (AOF window) and scripts
-                    await ensure_groups(self.client, self.keys)
-                    await self.store.load_scripts()
+                    await self._heal()
                 await tick()
                 if failing:
                     log.info("recovery loop reconnected")
@@ -223,25 +256,26 @@ class Worker:
             await asyncio.sleep(delay_ms / 1000)
 
     async def _reclaim_all(self) -> None:
-        """Reclaimed entries go through ``_take`` like fresh ones: same processors, same
-        concurrency limit, and this loop goes on to the next stream at once."""
-        k, d = self.keys, self._dispatch
-        await self.recovery.reclaim(k.commands, COMMANDS_GROUP, -1,
-                                    d(k.commands, COMMANDS_GROUP, self.intake.process), "commands")
-        for n in range(k.partitions):
-            await self.recovery.reclaim(k.steps(n), STEPS_GROUP, n,
-                                        d(k.steps(n), STEPS_GROUP, _bind(self.steps.process, n)),
-                                        "steps")
-            await self.recovery.reclaim(k.outbox(n), RELAY_GROUP, n,
-                                        d(k.outbox(n), RELAY_GROUP, _bind(self.relay.process, n)),
-                                        "outbox")
-        if self.settings.projections_enabled:
-            await self.recovery.reclaim(k.executions, PROJECTION_GROUP, -1,
-                                        d(k.executions, PROJECTION_GROUP, self.projection.process),
-                                        "projection")
+        """One probe reads every stream's pending count; only streams with pending entries
+        are looked at further. Reclaimed entries go through ``_take`` like fresh ones: same
+        processors, same concurrency limit, and this loop goes on to the next stream at once."""
+        items = [sub for sub in self._subscriptions() if sub.kind != "native"]
+        counts = await self.recovery.pending_counts([(x.stream, x.group) for x in items])
+        missing = [x.stream for x, c in zip(items, counts, strict=True) if c < 0]
+        if missing:
+            log.error("consumer groups missing (Valkey restarted empty, was flushed or failed "
+                      "over to an empty replica); recreating them", streams=missing[:5],
+                      count=len(missing))
+            await self._heal()
+        for x, count in zip(items, counts, strict=True):
+            if count > 0:
+                await self.recovery.reclaim(x.stream, x.group, x.partition,
+                                            self._dispatch(x.stream, x.group, x.process), x.kind)
+        await self.recovery.forget_idle_consumers([(x.stream, x.group) for x in items])
 
     async def _reap_all(self) -> None:
-        for n in range(self.keys.partitions):
+        due = await self.recovery.due_partitions()
+        for n in due:
             await self.recovery.reap_deadlines(n)
 
     # -- lifecycle ---------------------------------------------------------------
@@ -258,8 +292,8 @@ class Worker:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
         await self.native.start()
-        await self.broker.start()
         s = self.settings
+        self._reading = [asyncio.create_task(r.run()) for r in self.readers]
         self._loops = [
             asyncio.create_task(self._every(s.claim_interval_ms, self._reclaim_all)),
             asyncio.create_task(self._every(s.lease_renew_every_ms, self.leases.renew)),
@@ -268,8 +302,9 @@ class Worker:
         ]
         if s.metrics_port:
             self.health = await HealthServer(s.metrics_host, s.metrics_port, self.ready,
-                                             self._refresh_gauges).start()
+                                             self._refresh_gauges, live=self.live).start()
         prom.UP.set(1)
+        self._reader_changed()
         log.info("worker started", consumer=self.consumer, partitions=s.partitions)
 
     async def _trim_executions(self) -> None:
@@ -280,28 +315,51 @@ class Worker:
         await prom.refresh_streams(self.client, self.keys)
 
     async def ready(self) -> tuple[bool, str]:
-        """Ready: Redis answers and every subscriber is running."""
+        """Ready: Redis answers and accepts writes, and every reader reads."""
         try:
             await self.client.ping()
         except RedisError as exc:
             return False, f"redis unreachable: {exc}"
-        subs = list(self.broker.subscribers)
-        stopped = [s for s in subs if not getattr(s, "running", False)]
-        if not subs or stopped or not self._loops:
-            return False, f"{len(stopped)} of {len(subs)} subscribers not running"
-        return True, f"ready: {len(subs)} subscribers"
+        trouble, self._oom_seen = await memory_trouble(self.client, self._oom_seen)
+        if trouble:
+            return False, trouble
+        subs = len(self.readers)
+        stopped = [r for r in self.readers if not r.reading]
+        if not self._reading or not self._loops:
+            return False, f"{subs} of {subs} subscribers not running (worker not started)"
+        if stopped:
+            return False, (f"{len(stopped)} of {subs} subscribers not running: "
+                           f"{stopped[0].last_error}")
+        return True, f"ready: {subs} subscribers"
+
+    async def live(self) -> tuple[bool, str]:
+        """Live unless a reader died or has failed for a claim window for a reason a restart
+        could fix (not merely an unreachable server): then the supervisor should restart us."""
+        if not self._reading:
+            return True, "live (starting)"
+        dead = [t for t in self._reading if t.done()]
+        if dead:
+            return False, f"{len(dead)} of {len(self._reading)} subscribers ended"
+        now = time.monotonic()
+        grace_s = self.settings.claim_idle_ms / 1000
+        stalled = [r for r in self.readers if r.stalled_for(now) >= grace_s]
+        if stalled:
+            return False, (f"{len(stalled)} subscribers cannot resume for {grace_s:g} s or more: "
+                           f"{stalled[0].last_error}")
+        return True, "live"
 
     async def stop(self) -> None:
         prom.UP.set(0)
         if self.health is not None:
             await self.health.stop()
         await cancel_until_done(self._loops)
-        await self.broker.stop()
+        await cancel_until_done(self._reading)
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         await self.http.aclose()
         await self.sandbox.aclose()
         await self.client.aclose()
+        await self.read_client.aclose()
         log.info("worker stopped", consumer=self.consumer)
 
 
