@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from .common import add_redis_flag, ensure_reachable, require_url, settings_from
+from .common import (
+    add_redis_flag,
+    ensure_reachable,
+    require_url,
+    settings_from,
+    warn_without_encryption_key,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,6 +32,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     if args.base_path is not None:
         settings = settings.model_copy(update={"api_base_path": args.base_path})
     url = require_url(settings)
+    warn_without_encryption_key(settings)
     ensure_reachable(settings)
     from ..redis_client import check_credentials
 

@@ -78,10 +78,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ..logging import configure_logging
     from ..native import load_native_tools
     from ..serving import serve_workers
+    from .common import warn_without_encryption_key
     from .supervise import supervise
 
     configure_logging()
     settings = settings_from(args)
+    warn_without_encryption_key(settings)
     if args.concurrency:
         settings = settings.model_copy(update={"inflight_batches": args.concurrency})
     settings = _with_metrics_port(settings, args)
@@ -123,12 +125,12 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
     if server is None or not server.password:
         return redact(url)
-    return (f'"redis://:$(cat {shlex.quote(str(server.password_file))})'
+    return (f'"redis://default:$(cat {shlex.quote(str(server.password_file))})'
             f'@127.0.0.1:{server.port}/0"')
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ..embedded import EmbeddedServer
+    from ..embedded import EmbeddedServer, read_or_make_encryption_key
     from ..examples import publish_examples
     from ..logging import configure_logging
     from ..redis_client import redact
@@ -151,6 +153,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         # Passed on as settings, never through os.environ: whatever starts from here gets
         # the URL from the Settings object it is handed.
         settings = settings.model_copy(update={"redis_url": url})
+    if not settings.encryption_key:  # CHATFLOW_ENCRYPTION_KEY wins; else up's own, kept
+        key, key_file = read_or_make_encryption_key(Path(args.data_dir).resolve())
+        settings = settings.model_copy(update={"encryption_key": key})
+        print(f"encryption key for secret headers and LLM keys in {key_file} (mode 0600; "
+              "back it up: what is saved with it cannot be read without it)", file=sys.stderr)
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))
