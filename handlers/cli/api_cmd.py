@@ -32,11 +32,11 @@ def cmd_api(args: argparse.Namespace) -> int:
     if args.base_path is not None:
         settings = settings.model_copy(update={"api_base_path": args.base_path})
     url = require_url(settings)
-    warn_without_encryption_key(settings)
     ensure_reachable(settings)
     from ..redis_client import check_credentials
 
     asyncio.run(check_credentials(url, cluster=settings.redis_cluster))
+    warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     server = api_server(settings, args.host, args.port)
     announce(settings, server)
     asyncio.run(server.serve())

@@ -83,7 +83,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     configure_logging()
     settings = settings_from(args)
-    warn_without_encryption_key(settings)
     if args.concurrency:
         settings = settings.model_copy(update={"inflight_batches": args.concurrency})
     settings = _with_metrics_port(settings, args)
@@ -92,6 +91,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # No Valkey: one line and exit 3 (not a wait with backoff), so a supervisor (systemd,
     # Kubernetes, compose) restarts the worker on its own schedule and the failure shows.
     ensure_reachable(settings)
+    warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     if args.processes <= 1:
         asyncio.run(serve_workers(settings, url, tool_modules=args.tools))
         return 0
