@@ -8,6 +8,8 @@ The server requires a password (``requirepass``, ``protected-mode yes``): genera
 first start and kept in ``{data_dir}/valkey.password`` (mode 0600), so a restart on the
 same data directory keeps the same URL. The password goes to the server in a config file
 beside it, never on its command line (which every local user can read in ``ps``).
+``chatflow up`` keeps its encryption key for secrets beside it the same way
+(:func:`read_or_make_encryption_key`).
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ class EmbeddedServer:
 
     @property
     def url(self) -> str:
-        """The URL clients use, password included."""
-        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        """The URL clients use, password included. The user is named (``default``): some
+        clients refuse ``redis://:PASSWORD@`` (Debian's redis-cli 7.0 answers WRONGPASS)."""
+        auth = f"default:{quote(self.password, safe='')}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     @property
@@ -179,15 +182,41 @@ class EmbeddedServer:
 
 
 def _read_or_make_password(path: Path) -> str:
+    return _read_or_make(path, lambda: secrets.token_urlsafe(24))
+
+
+ENCRYPTION_KEY_FILE = "encryption.key"
+
+
+def read_or_make_encryption_key(data_dir: str | Path) -> tuple[str, Path]:
+    """The key ``chatflow up`` encrypts secret headers and LLM keys with
+    (``CHATFLOW_ENCRYPTION_KEY``'s format: 64 hex characters), generated on first start into
+    ``{data_dir}/encryption.key`` (mode 0600) and kept, so what was saved stays readable."""
+    path = Path(data_dir) / ENCRYPTION_KEY_FILE
+    key = _read_or_make(path, lambda: secrets.token_hex(32))
+    try:
+        valid = len(bytes.fromhex(key)) == 32
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ConfigurationError(
+            f"{path} does not hold an encryption key (64 hex characters): restore the file "
+            "from a backup, or set CHATFLOW_ENCRYPTION_KEY; a new key cannot read the secrets "
+            "saved with the old one")
+    return key, path
+
+
+def _read_or_make(path: Path, make: Callable[[], str]) -> str:
     try:
         stored = path.read_text().strip()
     except FileNotFoundError:
         stored = ""
     if stored:
         return stored
-    password = secrets.token_urlsafe(24)
-    _write_private(path, password + "\n")
-    return password
+    value = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_private(path, value + "\n")
+    return value
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -45,6 +45,12 @@ class Keys(PublicKeys):
         """Dedup marker in the same slot as ``stream`` (hash tag = the stream's full name)."""
         return f"{{{stream}}}:sent:{message_id}"
 
+    def debug_owners(self, contact_id: str) -> str:
+        """Set of the workspaces that switched a contact's debug flag on through the API.
+        The flag itself stays ``debug:contact:{id}`` (SPEC: its existence turns debug on);
+        another prefix than the flag's, so no contact id can name this key as its flag."""
+        return f"{self.prefix}debug:owners:{contact_id}"
+
     @property
     def trees_ended(self) -> str:
         """Hash reason -> trees ended from outside the machine (handlers/trees.py)."""

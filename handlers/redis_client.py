@@ -1,5 +1,5 @@
 """One place that makes Redis clients, single node or cluster, and says clearly when the
-server refuses them. ``REDIS_URL`` may carry credentials (``redis://:PASSWORD@host:port/0``,
+server refuses them. ``REDIS_URL`` may carry credentials (``redis://default:PASSWORD@host:port/0``,
 ``redis://USER:PASSWORD@...`` for an ACL user, ``rediss://`` for TLS); they never appear in
 a message: :func:`redact` hides them."""
 
@@ -62,7 +62,7 @@ def auth_failure(url: str | None) -> ConfigurationError:
     where = redact(url) if url else "REDIS_URL"
     return ConfigurationError(
         f"the Valkey/Redis server at {where} refused the connection: it requires a password "
-        "(or this one is wrong). Put it in REDIS_URL: redis://:PASSWORD@host:port/0, or "
+        "(or this one is wrong). Put it in REDIS_URL: redis://default:PASSWORD@host:port/0, or "
         "redis://USER:PASSWORD@host:port/0 for an ACL user. `chatflow up` keeps the password "
         "of its embedded server in DATA_DIR/valkey.password.")
 

@@ -1,4 +1,5 @@
-"""Live debug per contact: the flag ``debug:contact:{id}`` (read by the workers at intake) and
+"""Live debug per contact: the flag ``debug:contact:{id}`` (read by the workers at intake; each
+workspace sees and switches only its own claim on it, kept in ``debug:owners:{id}``) and
 ``stream:debug:{id}`` as server-sent events whose ids are the stream's entry ids, so a client
 that reconnects with ``Last-Event-ID`` gets every later entry exactly once. Events of another
 workspace's tools are sent as bare ``skipped`` events (handlers/studio/scope.py)."""
@@ -33,22 +34,38 @@ def _contact(contact_id: str) -> str:
     return contact_id
 
 
-@router.get("/debug/{contact_id}", summary="Is debug on for this contact?")
-async def debug_state(svc: Svc, _who: Caller, contact_id: str) -> dict[str, Any]:
-    key = svc.keys.debug_flag(_contact(contact_id))
-    return {"contactId": contact_id, "enabled": bool(await svc.client.exists(key))}
+# The flag is one key per contact, read by the runtime (SPEC); which workspaces asked for it is
+# a set beside it. A workspace sees and switches only its own claim: the flag stays on while any
+# workspace (or a plain `SET debug:contact:ID 1`) holds it, and the last API claim removed
+# takes it off. Two keys in different slots (the flag's name is the contract), so no
+# transaction: each step is ordered so a racing PUT always wins (see debug_off).
+
+
+@router.get("/debug/{contact_id}", summary="Is debug on for this contact, by this workspace?")
+async def debug_state(svc: Svc, who: Caller, contact_id: str) -> dict[str, Any]:
+    owners = svc.keys.debug_owners(_contact(contact_id))
+    return {"contactId": contact_id,
+            "enabled": bool(await svc.client.sismember(owners, who.workspace))}
 
 
 @router.put("/debug/{contact_id}",
             summary="Switch debug on for a contact (every later execution emits debug events)")
-async def debug_on(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
-    await svc.client.set(svc.keys.debug_flag(_contact(contact_id)), "1")
+async def debug_on(svc: Svc, who: Writer, contact_id: str) -> dict[str, Any]:
+    contact = _contact(contact_id)
+    # The claim first: a concurrent debug_off that sees it will not leave the flag deleted.
+    await svc.client.sadd(svc.keys.debug_owners(contact), who.workspace)
+    await svc.client.set(svc.keys.debug_flag(contact), "1")
     return {"contactId": contact_id, "enabled": True}
 
 
-@router.delete("/debug/{contact_id}", summary="Switch debug off for a contact")
-async def debug_off(svc: Svc, _who: Writer, contact_id: str) -> dict[str, Any]:
-    await svc.client.delete(svc.keys.debug_flag(_contact(contact_id)))
+@router.delete("/debug/{contact_id}", summary="Switch debug off for a contact, for this workspace")
+async def debug_off(svc: Svc, who: Writer, contact_id: str) -> dict[str, Any]:
+    contact = _contact(contact_id)
+    owners = svc.keys.debug_owners(contact)
+    if await svc.client.srem(owners, who.workspace) and not await svc.client.scard(owners):
+        await svc.client.delete(svc.keys.debug_flag(contact))
+        if await svc.client.scard(owners):  # another workspace claimed it meanwhile: restore
+            await svc.client.set(svc.keys.debug_flag(contact), "1")
     return {"contactId": contact_id, "enabled": False}
 
 

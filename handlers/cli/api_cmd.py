@@ -11,6 +11,7 @@ from .common import (
     ensure_reachable,
     require_url,
     settings_from,
+    warn_without_encryption_key,
 )
 
 
@@ -37,6 +38,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     from ..redis_client import check_credentials
 
     asyncio.run(check_credentials(url, cluster=settings.redis_cluster))
+    warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     server = api_server(settings, args.host, args.port)
     announce(settings, server)
     asyncio.run(server.serve())

@@ -96,3 +96,18 @@ def announce_egress(settings: Settings) -> None:
         detail = ("loopback and private addresses reachable by httpCall and friends; set "
                   "CHATFLOW_EGRESS_PROFILE=production in deployments")
     print(f"egress profile: {settings.egress_profile} ({detail})", file=sys.stderr, flush=True)
+
+
+NO_ENCRYPTION_KEY = (
+    "CHATFLOW_ENCRYPTION_KEY is not set: secret headers and LLM keys cannot be saved (the API "
+    "answers 400 encryption_key_missing). Set it to 64 hex characters (`openssl rand -hex 32` "
+    "makes some), the same on every API server and worker; `chatflow up` makes and keeps one "
+    "in its data dir.")
+
+
+def warn_without_encryption_key(settings: Settings) -> None:
+    """One warning at start when no key is configured, saying how to set one."""
+    if not settings.encryption_key:
+        import structlog
+
+        structlog.get_logger("chatflow.cli").warning(NO_ENCRYPTION_KEY)

@@ -40,13 +40,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ApiKeyError as exc:
         raise ConfigurationError(f"--workspace: {exc}") from exc
     listen_on = host_port(args.http) if args.http else None
-    try:  # the SDK is an optional extra, and heavy: only this command imports it
+    try:  # the SDK is heavy: only this command imports it (a broken install still gets a hint)
         from chatflow_agent.runtime_tools import RuntimeConnection
 
         from .. import mcp_server
     except ImportError as exc:
         raise ConfigurationError(f"chatflow mcp needs the MCP SDK ({exc}): "
-                                 "pip install 'chatflow-agent[mcp]'") from exc
+                                 "pip install --force-reinstall chatflow-agent (mcp is one of its "
+                                 "dependencies)") from exc
     connection = RuntimeConnection(url, prefix=settings.prefix, cluster=settings.redis_cluster,
                                    timeout_s=args.timeout, contact_id="mcp")
     asyncio.run(mcp_server.serve(connection, workspace, listen_on))

@@ -31,7 +31,8 @@ TOOL_ID_MAX = 128  # ToolCreate.id
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("publish", help="validate a tool definition and publish it")
     add_redis_flag(p)
-    p.add_argument("file", help="a ToolDefinition JSON, or a {id, toolId, name, definition} JSON")
+    p.add_argument("file", help="a ToolDefinition JSON, or a {id, toolId, name, definition} JSON; "
+                                "or a shipped example by name (greeting, cep_lookup, ...)")
     p.add_argument("--id", help="publishedToolId (default: the file's id)")
     p.add_argument("--tool-id", help="Tool.id (default: the file's toolId, else the id)")
     p.add_argument("--name", help="the tool's name")
@@ -39,9 +40,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_publish)
 
 
+def shipped_example(path: str) -> bytes | None:
+    """The installed example a missing ``path`` names (``greeting``, ``greeting.json``,
+    ``examples/greeting.json``), so the README's commands work outside a checkout."""
+    from importlib import resources
+
+    name = Path(path).name
+    name = name if name.endswith(".json") else f"{name}.json"
+    item = resources.files("chatflow.examples").joinpath(name)
+    return item.read_bytes() if item.is_file() else None
+
+
 def load(path: str) -> tuple[dict[str, Any], list[str]]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        shipped = shipped_example(path)
+        if shipped is None:
+            return {}, [f"{path}: {exc.strerror} (nor is it a shipped example: "
+                        f"{', '.join(example_names())})"]
+        print(f"{path}: not found here; using the shipped example "
+              f"{Path(path).name.removesuffix('.json')}", file=sys.stderr)
+        data = json.loads(shipped)
     except OSError as exc:
         return {}, [f"{path}: {exc.strerror}"]
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -49,6 +69,14 @@ def load(path: str) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(data, dict):
         return {}, ["<root>: expected a JSON object"]
     return data, []
+
+
+def example_names() -> list[str]:
+    from importlib import resources
+
+    return sorted(item.name.removesuffix(".json")
+                  for item in resources.files("chatflow.examples").iterdir()
+                  if item.name.endswith(".json"))
 
 
 def cmd_publish(args: argparse.Namespace) -> int:

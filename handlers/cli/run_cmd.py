@@ -84,6 +84,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ..logging import configure_logging
     from ..native import load_native_tools
     from ..serving import serve_workers
+    from .common import warn_without_encryption_key
     from .supervise import supervise
 
     configure_logging()
@@ -97,6 +98,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # Kubernetes, compose) restarts the worker on its own schedule and the failure shows.
     ensure_reachable(settings)
     announce_egress(settings)
+    warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     if args.processes <= 1:
         asyncio.run(serve_workers(settings, url, tool_modules=args.tools))
         return 0
@@ -130,12 +132,12 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
     if server is None or not server.password:
         return redact(url)
-    return (f'"redis://:$(cat {shlex.quote(str(server.password_file))})'
+    return (f'"redis://default:$(cat {shlex.quote(str(server.password_file))})'
             f'@127.0.0.1:{server.port}/0"')
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ..embedded import EmbeddedServer
+    from ..embedded import EmbeddedServer, read_or_make_encryption_key
     from ..examples import publish_examples
     from ..logging import configure_logging
     from ..redis_client import redact
@@ -159,6 +161,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         # the URL from the Settings object it is handed.
         settings = settings.model_copy(update={"redis_url": url})
     announce_egress(settings)
+    if not settings.encryption_key:  # CHATFLOW_ENCRYPTION_KEY wins; else up's own, kept
+        key, key_file = read_or_make_encryption_key(Path(args.data_dir).resolve())
+        settings = settings.model_copy(update={"encryption_key": key})
+        print(f"encryption key for secret headers and LLM keys in {key_file} (mode 0600; "
+              "back it up: what is saved with it cannot be read without it)", file=sys.stderr)
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))

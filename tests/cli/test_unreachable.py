@@ -62,7 +62,9 @@ def test_publish_check_of_a_missing_file_reports_only_that_it_is_missing(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["publish", "missing.json", "--check"]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "missing.json: 1 problem(s)", "  missing.json: No such file or directory"]
+        "missing.json: 1 problem(s)",
+        "  missing.json: No such file or directory (nor is it a shipped example: "
+        "cep_lookup, delivery_quote, greeting, shipping_quote)"]
 
 
 def test_publish_check_of_a_file_that_is_not_an_object_reports_only_that(

@@ -148,4 +148,4 @@ def test_no_repr_of_the_settings_or_the_server_shows_the_password(
     assert locked.password
     assert locked.password not in repr(Settings(redis_url=locked.url))
     assert locked.password not in repr(locked)
-    assert redact(locked.url) == f"redis://:***@127.0.0.1:{locked.port}/0"
+    assert redact(locked.url) == f"redis://default:***@127.0.0.1:{locked.port}/0"

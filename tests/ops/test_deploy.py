@@ -7,6 +7,7 @@ import configparser
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -80,7 +81,8 @@ def test_the_alerts_cover_the_failures_operators_must_hear_about() -> None:
     assert alert_names() == {
         "ChatflowNoWorkers", "ChatflowWorkersDown", "ChatflowBacklog",
         "ChatflowConsumerGroupStuck", "ChatflowPendingGrowing", "ChatflowErrorRateHigh",
-        "ChatflowTimeouts", "ChatflowLatencyObjective", "ChatflowDeadLetters"}
+        "ChatflowTimeouts", "ChatflowLatencyObjective", "ChatflowDeadLetters",
+        "ChatflowWorkersNotReady", "ValkeyDown", "ValkeyMemoryNearMax", "ValkeyRejectingWrites"}
     rules = {r["alert"]: r for g in yaml.safe_load(ALERTS.read_text())["groups"]
              for r in g["rules"]}
     assert "chatflow_stream_lag" in rules["ChatflowBacklog"]["expr"]
@@ -121,7 +123,8 @@ def test_promtool_accepts_the_prometheus_config_of_the_kubernetes_manifests(
 def test_compose_runs_valkey_workers_the_api_prometheus_alertmanager_and_grafana() -> None:
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services = compose["services"]
-    assert set(services) == {"valkey", "worker", "api", "prometheus", "alertmanager", "grafana"}
+    assert set(services) == {"valkey", "valkey-exporter", "worker", "api", "prometheus",
+                             "alertmanager", "grafana"}
     for path in ("./valkey/valkey.conf", "./prometheus/prometheus.yml", "./prometheus/alerts.yml",
                  "./alertmanager/alertmanager.yml", "./grafana/provisioning",
                  "./grafana/dashboards"):
@@ -150,7 +153,8 @@ def test_compose_keeps_valkey_internal_and_behind_a_password_from_the_environmen
     assert "requirepass" in " ".join(valkey["command"]) and "--include" in valkey["command"][0]
     for name in ("worker", "api"):
         url = compose["services"][name]["environment"]["REDIS_URL"]
-        assert url.startswith("redis://:${VALKEY_PASSWORD:?") and url.endswith("@valkey:6379/0")
+        assert url.startswith("redis://default:${VALKEY_PASSWORD:?")
+        assert url.endswith("@valkey:6379/0")
         assert "backend" in compose["services"][name]["networks"]
 
 
@@ -210,6 +214,43 @@ def test_the_kubernetes_configmaps_hold_exactly_their_source_files() -> None:
             assert docs[name]["data"][key] == (DEPLOY / source).read_text()
 
 
+def load_render() -> Any:
+    spec = importlib.util.spec_from_file_location("render", DEPLOY / "k8s" / "render_configmaps.py")
+    assert spec is not None and spec.loader is not None
+    render = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render)
+    return render
+
+
+def test_keda_watches_the_step_stream_of_every_partition_the_workers_run_with() -> None:
+    from chatflow.handlers.keys import Keys
+    from chatflow.handlers.settings import Settings
+    from chatflow.schemas.keys import COMMANDS_GROUP, STEPS_GROUP
+
+    render = load_render()
+    assert (DEPLOY / "k8s" / "workers-scaledobject.yaml").read_text() == \
+        render.render_scaledobject(), "run: python deploy/k8s/render_configmaps.py"
+    (env_cm,) = [d for d in k8s_documents() if d["metadata"]["name"] == "chatflow-env"]
+    settings = Settings.model_validate(
+        {k.removeprefix("CHATFLOW_").lower(): v for k, v in env_cm["data"].items()
+         if k in ("CHATFLOW_PARTITIONS", "CHATFLOW_PREFIX")})
+    keys = Keys(settings.prefix, settings.partitions)
+    (scaled,) = [d for d in k8s_documents() if d["kind"] == "ScaledObject"]
+    watched = {(t["metadata"]["stream"], t["metadata"]["consumerGroup"])
+               for t in scaled["spec"]["triggers"]}
+    assert watched == {(keys.commands, COMMANDS_GROUP)} | {
+        (keys.steps(n), STEPS_GROUP) for n in range(settings.partitions)}
+
+
+def test_the_rendered_scaledobject_follows_a_changed_partition_count(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    render = load_render()
+    monkeypatch.setattr(render, "worker_env", lambda: {"CHATFLOW_PARTITIONS": "7"})
+    (_auth, scaled) = list(yaml.safe_load_all(render.render_scaledobject()))
+    streams = [t["metadata"]["stream"] for t in scaled["spec"]["triggers"]]
+    assert streams == ["stream:tool-commands", *[f"{{cf:{n}}}:steps" for n in range(7)]]
+
+
 def test_kubernetes_workers_are_scaled_by_consumer_group_lag() -> None:
     docs = k8s_documents()
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
@@ -238,14 +279,14 @@ def test_kubernetes_clients_reach_valkey_with_the_password_of_a_secret() -> None
                          and d["metadata"]["name"] == name]
         env = {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert env["VALKEY_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "chatflow-valkey"
-        assert env["REDIS_URL"]["value"] == "redis://:$(VALKEY_PASSWORD)@valkey:6379/0"
+        assert env["REDIS_URL"]["value"] == "redis://default:$(VALKEY_PASSWORD)@valkey:6379/0"
     (env_cm,) = [d for d in docs if d["metadata"]["name"] == "chatflow-env"]
     assert "REDIS_URL" not in env_cm["data"]
 
 
 def test_the_grafana_dashboard_shows_the_ops_view() -> None:
     dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "chatflow.json").read_text())
-    exprs = " ".join(t["expr"] for p in dashboard["panels"] for t in p["targets"])
+    exprs = " ".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     for needle in ("chatflow_tool_executions_total", "histogram_quantile",
                    "chatflow_errors_total", "chatflow_stream_lag", "topk"):
         assert needle in exprs, needle
@@ -313,3 +354,78 @@ def test_the_systemd_unit_runs_a_worker_with_its_metrics_port() -> None:
     assert "chatflow worker --metrics-port" in unit["Service"]["ExecStart"]
     assert unit["Service"]["Restart"] == "always"
     assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_an_unready_worker_stays_a_prometheus_target_in_kubernetes() -> None:
+    (service,) = [d for d in k8s_documents() if d["kind"] == "Service"
+                  and d["metadata"]["name"] == "chatflow-worker-metrics"]
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_every_deployment_runs_with_the_production_egress_profile() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    for name in ("worker", "api"):
+        assert compose["services"][name]["environment"]["CHATFLOW_EGRESS_PROFILE"] == "production"
+    (env_cm,) = [d for d in k8s_documents() if d["metadata"]["name"] == "chatflow-env"]
+    assert env_cm["data"]["CHATFLOW_EGRESS_PROFILE"] == "production"
+    for name in ("chatflow-worker", "chatflow-api"):
+        (deployment,) = [d for d in k8s_documents() if d["kind"] == "Deployment"
+                         and d["metadata"]["name"] == name]
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert {"configMapRef": {"name": "chatflow-env"}} in container["envFrom"]
+    unit = (DEPLOY / "systemd" / "chatflow-worker@.service").read_text().splitlines()
+    assert "Environment=CHATFLOW_EGRESS_PROFILE=production" in unit
+
+
+def test_valkey_is_watched_by_redis_exporter_in_compose_and_kubernetes() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    exporter = compose["services"]["valkey-exporter"]
+    assert exporter["image"].startswith("oliver006/redis_exporter:v")
+    assert exporter["environment"]["REDIS_ADDR"] == "redis://valkey:6379"
+    assert exporter["environment"]["REDIS_PASSWORD"].startswith("${VALKEY_PASSWORD:?")
+    assert "ports" not in exporter and "backend" in exporter["networks"]
+    docs = k8s_documents()
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"
+                     and d["metadata"]["name"] == "valkey-exporter"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == exporter["image"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "chatflow-valkey"
+    assert ("Service", "valkey-exporter") in {(d["kind"], d["metadata"]["name"]) for d in docs}
+    (cm,) = [d for d in docs
+             if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "prometheus-config"]
+    for config in (yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text()),
+                   yaml.safe_load(cm["data"]["prometheus.yml"])):
+        (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "valkey"]
+        assert job["static_configs"][0]["targets"] == ["valkey-exporter:9121"]
+
+
+def test_the_grafana_dashboard_has_a_valkey_row() -> None:
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "chatflow.json").read_text())
+    (row,) = [p for p in dashboard["panels"] if p["type"] == "row"]
+    below = [p for p in dashboard["panels"] if p["gridPos"]["y"] > row["gridPos"]["y"]]
+    exprs = " ".join(t["expr"] for p in below for t in p["targets"])
+    for needle in ("redis_memory_used_bytes", "redis_memory_max_bytes", "redis_connected_clients",
+                   'redis_errors_total{job="valkey", err="OOM"}',
+                   "redis_commands_rejected_calls_total", "redis_uptime_in_seconds"):
+        assert needle in exprs, needle
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading (lower case, punctuation dropped)."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_alert_links_a_runbook_section_that_exists() -> None:
+    doc = DEPLOY.parent / "docs" / "operations.md"
+    anchors = {github_anchor(line.lstrip("#")) for line in doc.read_text().splitlines()
+               if line.startswith("#")}
+    rules = [r for g in yaml.safe_load(ALERTS.read_text())["groups"] for r in g["rules"]]
+    assert len(rules) == 13
+    for rule in rules:
+        url = rule["annotations"].get("runbook_url", "")
+        page, _, anchor = url.partition("#")
+        assert page == "docs/operations.md", rule["alert"]
+        assert anchor in anchors, f"{rule['alert']}: no section #{anchor} in docs/operations.md"

@@ -18,7 +18,8 @@ from tests.registry.defs import returning
 from tests.registry.test_publish_validation import published
 
 EXAMPLES = {"t-cep": "pt-cep", "t-delivery-quote": "pt-delivery-quote",
-            "t-greeting": "pt-greeting"}
+            "t-greeting": "pt-greeting", "t-shipping-quote": "pt-shipping-quote"}
+ALL = ["pt-cep", "pt-delivery-quote", "pt-greeting", "pt-shipping-quote"]
 
 
 async def up(api: Api) -> list[str]:
@@ -31,7 +32,7 @@ async def registry_events(api: Api) -> int:
 
 async def test_the_published_examples_are_listed_by_the_api_under_their_fixed_ids(
         api: Api) -> None:
-    assert await up(api) == ["pt-cep", "pt-delivery-quote", "pt-greeting"]
+    assert await up(api) == ALL
     listed = await api.ok("GET", "/tools")
     assert {t["id"]: t["publishedToolId"] for t in listed} == EXAMPLES
     assert {t["status"] for t in listed} == {"published"}
@@ -53,10 +54,10 @@ async def test_publishing_the_examples_again_appends_nothing_and_creates_no_dupl
         api: Api) -> None:
     first = await up(api)
     events = await registry_events(api)
-    assert events == 6  # created and published, three times
+    assert events == 2 * len(EXAMPLES)  # created and published, each
     assert await up(api) == first
     assert await registry_events(api) == events
-    assert len(await api.ok("GET", "/tools")) == 3
+    assert len(await api.ok("GET", "/tools")) == len(EXAMPLES)
 
 
 async def test_an_example_whose_registry_version_differs_from_the_shipped_one_is_published_again(
@@ -64,13 +65,13 @@ async def test_an_example_whose_registry_version_differs_from_the_shipped_one_is
     await up(api)
     await api.ok("PATCH", "/tools/t-greeting", json={"definition": returning("old greeting")})
     await api.ok("POST", "/tools/t-greeting/publish")
-    assert await up(api) == ["pt-cep", "pt-delivery-quote", "pt-greeting"]
+    assert await up(api) == ALL
     greeting = await api.ok("GET", "/tools/t-greeting")
     shipped = next(e for e in examples() if e.pt == "pt-greeting")
     assert greeting["publishedToolId"] == "pt-greeting" and greeting["status"] == "published"
     assert greeting["publishedTool"]["definition"] == shipped.definition
     assert (await api.get_key(api.keys.tool("pt-greeting")))["definition"] == shipped.definition
-    assert len(await api.ok("GET", "/tools")) == 3
+    assert len(await api.ok("GET", "/tools")) == len(EXAMPLES)
 
 
 async def test_an_edited_but_unpublished_draft_of_an_example_is_left_alone(api: Api) -> None:
@@ -88,12 +89,12 @@ async def test_a_rebuild_keeps_the_tool_keys_of_the_examples(api: Api) -> None:
                             api.keys.registry_view("tools"))
     client = make_client(api.settings.redis_url or "")
     try:
-        assert await Registry(client, api.keys, SecretBox(ENCRYPTION_KEY)).rebuild() == 6
+        assert await Registry(client, api.keys, SecretBox(ENCRYPTION_KEY)).rebuild() == 2 * len(EXAMPLES)
     finally:
         await client.aclose()
     for tool_id, pt in EXAMPLES.items():
         assert (await api.get_key(api.keys.tool(pt)))["toolId"] == tool_id
-    assert len(await api.ok("GET", "/tools")) == 3
+    assert len(await api.ok("GET", "/tools")) == len(EXAMPLES)
 
 
 async def test_a_tool_key_written_by_an_older_chatflow_up_is_replaced_by_the_registry_record(
@@ -106,7 +107,7 @@ async def test_a_tool_key_written_by_an_older_chatflow_up_is_replaced_by_the_reg
 async def test_an_example_in_the_trash_stays_there(api: Api) -> None:
     await up(api)
     await api.ok("DELETE", "/tools/t-greeting")
-    assert await up(api) == ["pt-cep", "pt-delivery-quote"]
+    assert await up(api) == [pt for pt in ALL if pt != "pt-greeting"]
     assert await api.client.exists(api.keys.tool("pt-greeting")) == 0
     listed = await api.ok("GET", "/tools", params={"includeDeleted": "true"})
     assert {t["id"]: bool(t["deletedAt"]) for t in listed}["t-greeting"] is True
