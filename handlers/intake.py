@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import structlog
@@ -50,6 +51,16 @@ async def ack_and_delete(client: Client, stream: str, group: str, ids: list[byte
 def _now() -> int:
     return int(time.time() * 1000)
 
+
+def _readable_action(raw: bytes) -> ExecuteToolAction | None:
+    """The action of a command that does not fit the wire types, when the action itself
+    does (a bad context or a bad variable elsewhere): its onError rules still apply."""
+    try:
+        loose: Any = msgspec.json.decode(raw)
+        action = loose.get("action") if isinstance(loose, dict) else None
+        return msgspec.convert(action, ExecuteToolAction) if isinstance(action, dict) else None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 
 class Intake:
@@ -113,7 +124,9 @@ class Intake:
                 kept.append((entry_id, cmd))
                 continue
             log.warning("command refused", entry=entry_id.decode(), reason=why)
-            rejects.append(self._error_result(entry_id, cmd.commandId, cmd.action.id, None, why))
+            rejects.append(self._error_result(entry_id, cmd.commandId, cmd.action.id, None, why,
+                                              action=cmd.action,
+                                              variables=cmd.context.variables))
         return kept
 
     def _reject(self, entry_id: bytes, raw: bytes, fields: dict[bytes, bytes], why: str) -> Publish:
@@ -124,13 +137,16 @@ class Intake:
         command_id, action_id, reply_to = head
         if reply_to and not self.reply_allowed(reply_to):
             reply_to = None
-        return self._error_result(entry_id, command_id, action_id, reply_to, why)
+        return self._error_result(entry_id, command_id, action_id, reply_to, why,
+                                  action=_readable_action(raw))
 
     def _error_result(self, entry_id: bytes, command_id: str, action_id: str | None,
-                      reply_to: str | None, why: str) -> Publish:
-        root = RootInfo(command_id, ExecuteToolAction(id=action_id or "", toolId="",
-                                                      publishedToolId=""),
-                        reply_to, {}, "", {}, {}, self.clock())
+                      reply_to: str | None, why: str, *, action: ExecuteToolAction | None = None,
+                      variables: dict[str, Any] | None = None) -> Publish:
+        """The ``invalid_command`` result, following the action's ``onError`` rules when the
+        action could be read (docs/spec.md); a blocking handoff when it could not."""
+        action = action or ExecuteToolAction(id=action_id or "", toolId="", publishedToolId="")
+        root = RootInfo(command_id, action, reply_to, {}, "", variables or {}, {}, self.clock())
         result = tool_result(root, execution_id="", result="",
                              error=ToolError("invalid_command", why), now=self.clock())
         result = msgspec.structs.replace(result, actionId=action_id)
