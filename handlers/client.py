@@ -11,14 +11,13 @@ from typing import Any
 
 import msgspec
 
-from chatflow.runtime.state import LogEntry
+from chatflow.runtime.state import LogEntry, decode_log
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
 from .keys import Keys
 from .redis_client import Client
 
 _result = msgspec.json.Decoder(ToolResult)
-_log = msgspec.json.Decoder(LogEntry)
 
 
 class ResultTimeout(TimeoutError):
@@ -69,13 +68,38 @@ async def execute(client: Client, keys: Keys, command: ExecuteToolCommand,
 
 
 async def trace(client: Client, keys: Keys, exec_id: str) -> list[LogEntry]:
-    """An execution's event log with its children's, depth-first, in order."""
+    """An execution's event log with its children's, depth-first, in order.
+
+    A tree's log is one string, a line per transition (``Keys.log``, of its root). A tree a
+    worker of the previous version started also has its first entries in per-execution
+    streams (``Keys.events``); they come first, since that version ran first."""
     partition = keys.partition_of_exec(exec_id)
-    entries = await client.xrange(keys.events(partition, exec_id))
+    root = exec_id.split(".", 1)[0]
+    by_exec: dict[str, list[LogEntry]] = {}
+    for entry in decode_log(await client.get(keys.log(partition, root)) or b""):
+        by_exec.setdefault(entry.execId, []).append(entry)
+    return await _depth_first(client, keys, partition, exec_id, by_exec)
+
+
+async def _depth_first(client: Client, keys: Keys, partition: int, exec_id: str,
+                       by_exec: dict[str, list[LogEntry]]) -> list[LogEntry]:
+    old = [entry for _id, fields in await client.xrange(keys.events(partition, exec_id))
+           for entry in decode_log(fields[b"d"])]
     out: list[LogEntry] = []
-    for _id, fields in entries:
-        entry = _log.decode(fields[b"d"])
+    for entry in old + by_exec.get(exec_id, []):
         out.append(entry)
         if entry.type == "spawned" and entry.child:
-            out.extend(await trace(client, keys, entry.child))
+            out.extend(await _depth_first(client, keys, partition, entry.child, by_exec))
     return out
+
+
+async def first_log_entry(client: Client, keys: Keys, root_id: str) -> LogEntry | None:
+    """A tree's first log entry (its root's ``started``), whichever version wrote it."""
+    partition = keys.partition_of_exec(root_id)
+    raw = await client.get(keys.log(partition, root_id))
+    line = raw.split(b"\n", 1)[0] if raw else b""
+    if not line:
+        first = await client.xrange(keys.events(partition, root_id), count=1)
+        line = first[0][1][b"d"] if first else b""
+    entries = decode_log(line) if line else []
+    return entries[0] if entries else None

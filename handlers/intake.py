@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import structlog
@@ -29,7 +30,7 @@ from .commandhead import command_head
 from .keys import COMMANDS_GROUP, Keys
 from .redis_client import Client, Entry
 from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
-from .store import Commit, Publish, Store, dead_letter
+from .store import Commit, Publish, Store, Verdict, dead_letter
 
 log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
@@ -49,6 +50,17 @@ async def ack_and_delete(client: Client, stream: str, group: str, ids: list[byte
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _readable_action(raw: bytes) -> ExecuteToolAction | None:
+    """The action of a command that does not fit the wire types, when the action itself
+    does (a bad context or a bad variable elsewhere): its onError rules still apply."""
+    try:
+        loose: Any = msgspec.json.decode(raw)
+        action = loose.get("action") if isinstance(loose, dict) else None
+        return msgspec.convert(action, ExecuteToolAction) if isinstance(action, dict) else None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 
 class Intake:
@@ -77,8 +89,8 @@ class Intake:
                 rejects.append(parsed)
         commands = await self._check_reply_streams(commands, rejects)
         await self.store.publish_once(rejects, answers=True)
-        await self._start(commands)
-        ids = [entry_id for entry_id, _ in entries]
+        acked = await self._start(commands)
+        ids = [entry_id for entry_id, _ in entries if entry_id not in acked]
         if ids:
             await ack_and_delete(self.store.client, self.keys.commands, COMMANDS_GROUP, ids)
 
@@ -112,7 +124,9 @@ class Intake:
                 kept.append((entry_id, cmd))
                 continue
             log.warning("command refused", entry=entry_id.decode(), reason=why)
-            rejects.append(self._error_result(entry_id, cmd.commandId, cmd.action.id, None, why))
+            rejects.append(self._error_result(entry_id, cmd.commandId, cmd.action.id, None, why,
+                                              action=cmd.action,
+                                              variables=cmd.context.variables))
         return kept
 
     def _reject(self, entry_id: bytes, raw: bytes, fields: dict[bytes, bytes], why: str) -> Publish:
@@ -123,13 +137,16 @@ class Intake:
         command_id, action_id, reply_to = head
         if reply_to and not self.reply_allowed(reply_to):
             reply_to = None
-        return self._error_result(entry_id, command_id, action_id, reply_to, why)
+        return self._error_result(entry_id, command_id, action_id, reply_to, why,
+                                  action=_readable_action(raw))
 
     def _error_result(self, entry_id: bytes, command_id: str, action_id: str | None,
-                      reply_to: str | None, why: str) -> Publish:
-        root = RootInfo(command_id, ExecuteToolAction(id=action_id or "", toolId="",
-                                                      publishedToolId=""),
-                        reply_to, {}, "", {}, {}, self.clock())
+                      reply_to: str | None, why: str, *, action: ExecuteToolAction | None = None,
+                      variables: dict[str, Any] | None = None) -> Publish:
+        """The ``invalid_command`` result, following the action's ``onError`` rules when the
+        action could be read (docs/spec.md); a blocking handoff when it could not."""
+        action = action or ExecuteToolAction(id=action_id or "", toolId="", publishedToolId="")
+        root = RootInfo(command_id, action, reply_to, {}, "", variables or {}, {}, self.clock())
         result = tool_result(root, execution_id="", result="",
                              error=ToolError("invalid_command", why), now=self.clock())
         result = msgspec.structs.replace(result, actionId=action_id)
@@ -162,27 +179,35 @@ class Intake:
         published = self.definitions.get(digest)
         return published.definition if published else None
 
-    async def _start(self, commands: list[tuple[bytes, ExecuteToolCommand]]) -> None:
+    async def _start(self, commands: list[tuple[bytes, ExecuteToolCommand]]) -> set[bytes]:
+        """Start the commands' executions; returns the entries their commits acked. On one
+        node the commit script acks and deletes the command itself, atomically with the
+        execution (one round trip fewer); a cluster's commands stream is in another slot."""
         if not commands:
-            return
+            return set()
         pts = [c.action.publishedToolId for _, c in commands]
         raws, flags = await self.store.tools_and_flags(
             pts, [c.context.contactId for _, c in commands])
+        ack_stream = self.keys.commands if self.store.direct else None
         commits: list[Commit] = []
-        for (_, cmd), raw, flag in zip(commands, raws, flags, strict=True):
+        now = self.clock()
+        timeout_ms = self.machine.limits.tool_timeout_ms
+        for (entry_id, cmd), raw, flag in zip(commands, raws, flags, strict=True):
             partition = self.keys.partition_of(cmd.commandId)
             exec_id = f"{partition}-{uuid.uuid4().hex}"
             parsed = self.definitions.parse(cmd.action.publishedToolId, raw)
-            now = self.clock()
             published, digest, data = ((parsed, "", b"") if isinstance(parsed, ToolFailure)
                                        else parsed)
             t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
                                    partition=partition, now=now, debug=cmd.context.debug or flag)
-            deadline = (now + self.machine.limits.tool_timeout_ms, exec_id)
-            commits.append(Commit(partition, exec_id, t, None, command_guard=cmd.commandId,
-                                  deadline=deadline))
+            commits.append(Commit(partition, exec_id, t, entry_id if ack_stream else None,
+                                  command_guard=cmd.commandId,
+                                  deadline=(now + timeout_ms, exec_id), ack_stream=ack_stream))
         await self._run_ahead(commits)
         for commit in commits:  # a tree answered in this hop needs no deadline
             if commit.transition is not None and commit.transition.finishes_root:
                 commit.deadline = None
-        metrics.observe_commits(commits, await self.store.commit(commits))
+        verdicts = await self.store.commit(commits)
+        metrics.observe_commits(commits, verdicts)
+        return {entry_id for (entry_id, _), verdict in zip(commands, verdicts, strict=True)
+                if ack_stream and verdict != Verdict.WRONG_TYPE}

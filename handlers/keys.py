@@ -86,7 +86,14 @@ class Keys(PublicKeys):
         return f"{self._tag(n)}:def:{digest}"
 
     def events(self, n: int, exec_id: str) -> str:
+        """The previous version's event log of one execution (a stream, one entry per log
+        entry): still read for executions it started (``handlers.client.trace``)."""
         return f"{self._tag(n)}:events:{exec_id}"
+
+    def log(self, n: int, root_id: str) -> str:
+        """A callTool tree's event log: a string of lines, one per transition
+        (``chatflow.runtime.state.decode_log``)."""
+        return f"{self._tag(n)}:log:{root_id}"
 
     # -- projections: every key of one tool carries the hash tag {ns:toolId} -----
     def proj_log(self, tool_id: str, ns: str = "proj") -> str:

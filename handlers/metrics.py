@@ -1,8 +1,8 @@
 """Prometheus metrics of the runtime, and the few hooks the core calls.
 
 Every label set is bounded: tools are the first ``max_tools`` publishedToolIds a
-process sees (the rest are ``other``), block types and guardrail kinds come from
-fixed sets, and error codes must be snake_case and are capped as well.
+process sees (the rest are ``other``; ids of no published tool are all ``unknown``), block
+types and guardrail kinds come from fixed sets, and error codes must be snake_case and are capped as well.
 
 Exposition with several worker processes: every process keeps its own registry
 and serves it on its own port (``--metrics-port P`` gives process i port P+i),
@@ -45,6 +45,7 @@ GUARDRAILS = {"tool_timeout": "timeout", "tool_loop": "hops", "tool_cycle": "cyc
               "render_too_large": "render_size", "http_response_too_large": "response_size"}
 _CODE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 OTHER = "other"
+UNKNOWN = "unknown"  # executions of publishedToolIds that do not exist
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -152,6 +153,7 @@ class _Executed(msgspec.Struct):
     publishedToolId: str
     success: bool
     durationMs: int
+    errorCode: str | None = None
 
 
 class _Answered(msgspec.Struct):
@@ -211,7 +213,9 @@ def _observe_transition(t: Any, counts: dict[tuple[Any, tuple[str, ...]], float]
         if emit.kind == "execution":
             event = _exec.decode(emit.data)
             outcome = "success" if event.success else "failure"
-            tool = tool_label(event.publishedToolId)
+            # A publishedToolId the registry does not know is not a tool: one label for all,
+            # so commands naming made-up ids cannot use up the per-tool label slots.
+            tool = UNKNOWN if event.errorCode == "tool_not_found" else tool_label(event.publishedToolId)
             _count(counts, EXECUTIONS, tool, outcome)
             _child(EXECUTION_SECONDS, tool, outcome).observe(event.durationMs / 1000)
         elif emit.kind == "llm_usage":

@@ -19,10 +19,17 @@ import msgspec
 import structlog
 from redis.exceptions import NoScriptError
 
-from chatflow.runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
+from chatflow.runtime.state import (
+    ExecState,
+    StepOut,
+    Transition,
+    encode_log,
+    state_decoder,
+    state_encoder,
+)
 from chatflow.schemas.wire import DeadLetter
 
-from .keys import STEPS_GROUP, Keys
+from .keys import COMMANDS_GROUP, STEPS_GROUP, Keys
 from .redis_client import Client
 
 log = structlog.get_logger("chatflow.store")
@@ -103,7 +110,8 @@ COMMITTED, ALREADY_ANSWERED, STALE, DUPLICATE = (
 
 @dataclass(slots=True)
 class Commit:
-    """A transition to commit for one step entry (``ack_id``), or a bare ack."""
+    """A transition to commit for one entry (``ack_id``, of the partition's step stream or of
+    ``ack_stream``), or a bare ack."""
 
     partition: int
     root_id: str
@@ -111,6 +119,15 @@ class Commit:
     ack_id: bytes | str | None = None
     command_guard: str | None = None
     deadline: tuple[int, str] | None = None
+    ack_stream: str | None = None  # None: the partition's step stream
+
+    @property
+    def one_hop(self) -> bool:
+        """A tree born and answered in this very commit: nothing of it is read later but
+        its log and its public messages."""
+        t = self.transition
+        return (self.command_guard is not None and t is not None and t.finishes_root
+                and not t.steps)
 
 
 @dataclass(slots=True)
@@ -290,10 +307,6 @@ class Store:
                 pipe.get(self.keys.definition(partition, digest))
             return list(await pipe.execute())
 
-    async def read_log(self, partition: int, exec_id: str) -> list[bytes]:
-        entries = await self.client.xrange(self.keys.events(partition, exec_id))
-        return [fields[b"d"] for _id, fields in entries]
-
     # -- writes ----------------------------------------------------------------
 
     async def commit(self, commits: list[Commit]) -> list[int]:
@@ -344,30 +357,37 @@ class Store:
             return index[name]
 
         records = [self._record(c, key, redirect) for c in commits]
-        return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records)]
+        return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records), COMMANDS_GROUP]
 
     def _record(self, c: Commit, key: Callable[[str], int], redirect: bool = False) -> list[Any]:
-        # Ops are (name, key index, a, b, c). Lua's cmsgpack knows no msgpack bin type, so
-        # blobs (UTF-8 JSON) travel as str; this runs once per op of every transition.
+        """One record of commit.lua. Every write below names its reader: a write nobody
+        reads later is work the commit need not do (docs/architecture.md, "The commit
+        record"). Ops are (name, key index, a, b, c); Lua's cmsgpack knows no msgpack bin
+        type, so blobs (UTF-8 JSON) travel as str."""
         k, n, t = self.keys, c.partition, c.transition
         ack_id = _text(c.ack_id or "")
+        # The entry this record acks: a step of this partition, or (one node) the command.
+        ack_stream = key(c.ack_stream) if c.ack_id and c.ack_stream else 0
         if t is None:
-            return [ack_id, 0, 0, "", 0, "", 0, []]
+            return [ack_id, ack_stream, 0, 0, "", 0, "", 0, []]
+        one_hop = c.one_hop
         ops: list[tuple[str, int, Any, Any, Any]] = []
         add = ops.append
-        state_ttl = self.state_ttl_s
         if c.command_guard is not None:
+            # Read by this script when the command comes again (a producer's retry, a
+            # redelivery): the command runs once. Its value, the root's id, is for operators.
             add(("guardnx", key(k.command_guard(n, c.command_guard)), c.root_id, self.dedup_ttl_s, ""))
         for exec_id, version in t.also_expect:
             add(("expect", key(k.state(n, exec_id)), str(version), "", ""))
-        for digest, data in t.definitions.items():
-            add(("setex", key(k.definition(n, digest)), _text(data), state_ttl + 600, ""))
-        blobs: dict[tuple[str, int], bytes] = {}
-        for state in t.writes:
-            blob = state_encoder.encode(state)
-            blobs[(state.execId, state.version)] = blob
-            add(("state", key(k.state(n, state.execId)), state.version, blob.decode(), state_ttl))
+        if not one_hop:
+            # Read by the next hop's worker (Store.load_definitions) when its cache lacks the
+            # tree's definition, and by `chatflow replay`: the published tool may change
+            # while the tree waits. A tree answered here is replayed from `tool:<id>`.
+            for digest, data in t.definitions.items():
+                add(("setex", key(k.definition(n, digest)), _text(data), self.state_ttl_s + 600, ""))
+        blobs = self._state_ops(c, key, add)
         if t.steps:
+            # Read by the step subscribers: the blocks that must wait for a worker.
             steps_key = key(k.steps(n))
             for step in t.steps:
                 inline = blobs.get((step.exec_id, step.version))
@@ -376,14 +396,65 @@ class Store:
                 out = state_encoder.encode(StepOut(step.exec_id, step.version, step.kind, step.child, raw))
                 add(("step", steps_key, out.decode(), "", ""))
         self._emit_ops(t, n, key, add, redirect)
-        for entry in t.log:
-            add(("log", key(k.events(n, entry.execId)), state_encoder.encode(entry).decode(),
-                 state_ttl, ""))
-        if c.deadline is not None:
+        self._log_op(c, key, add)
+        if c.deadline is not None and not one_hop:
+            # Read by the reaper (overdue trees) and `chatflow executions` (trees in flight).
             add(("zadd", key(k.deadlines(n)), c.deadline[0], c.deadline[1], ""))
         expect = key(k.state(n, t.expect[0])) if t.expect else 0
-        return [ack_id, key(k.done(n, c.root_id)), expect, str(t.expect[1]) if t.expect else "",
-                1 if t.finishes_root else 0, c.root_id, key(k.deadlines(n)), ops]
+        if one_hop:
+            # The guard makes it the tree's only commit: no done key, no deadline to remove.
+            return [ack_id, ack_stream, 0, expect, str(t.expect[1]) if t.expect else "", 2,
+                    "", 0, ops]
+        answers = 1 if t.finishes_root else 0
+        # The done key is read by every later commit of the tree and by the step path before
+        # a block with side effects runs (Store.answered): one outcome per tree. A tree born
+        # in this record (its execution id is new) cannot have one yet: no check.
+        done = 0 if c.command_guard is not None and not answers else key(k.done(n, c.root_id))
+        return [ack_id, ack_stream, done, expect, str(t.expect[1]) if t.expect else "",
+                answers, c.root_id if answers else "", key(k.deadlines(n)) if answers else 0, ops]
+
+    def _state_ops(self, c: Commit, key: Callable[[str], int],
+                   add: Callable[[tuple[str, int, Any, Any, Any]], None]
+                   ) -> dict[tuple[str, int], bytes]:
+        """Ops for the execution states; returns the encoded blobs, to inline in steps."""
+        t, n = c.transition, c.partition
+        assert t is not None
+        blobs: dict[tuple[str, int], bytes] = {}
+        if c.one_hop:
+            return blobs  # a tree answered here has no later hop to read a state
+        if t.finishes_root:
+            # Nothing reads the states of an answered tree: a stale step of it meets the done
+            # key first, cancel answers "already answered", `chatflow executions` lists trees
+            # by deadline. The ones stored before go now rather than at their TTL.
+            for exec_id, _version in [*([t.expect] if t.expect else []), *t.also_expect]:
+                add(("del", key(self.keys.state(n, exec_id)), "", "", ""))
+            return blobs
+        # Read by the next hop (Store.load_states, when not inlined in its step), by the
+        # version checks of later commits, by run-ahead's parents, by cancel and by
+        # `chatflow executions`.
+        for state in t.writes:
+            blob = state_encoder.encode(state)
+            blobs[(state.execId, state.version)] = blob
+            add(("state", key(self.keys.state(n, state.execId)), state.version, blob.decode(),
+                 self.state_ttl_s))
+        return blobs
+
+    def _log_op(self, c: Commit, key: Callable[[str], int],
+                add: Callable[[tuple[str, int, Any, Any, Any]], None]) -> None:
+        """The transition's line of its tree's log. Read by `chatflow exec --trace`,
+        `chatflow replay`, GET /executions/{id}/events and the Studio. Its TTL runs from the
+        tree's first commit and is renewed while the tree goes on, not by its last commit
+        (a command saved; the log outlives the tree by CHATFLOW_STATE_TTL_S less its last
+        hop)."""
+        t = c.transition
+        if t is None or not t.log:
+            return
+        log_key = key(self.keys.log(c.partition, c.root_id))
+        line = encode_log(t.log).decode()
+        if c.command_guard is not None:
+            add(("logset", log_key, line, self.state_ttl_s, ""))
+        else:
+            add(("logadd", log_key, line, 0 if t.finishes_root else self.state_ttl_s, ""))
 
     async def renew_leases(self, calls: list[tuple[str, str, list[bytes]]],
                            consumer: str) -> list[int]:
@@ -404,8 +475,12 @@ class Store:
                 continue
             target = "" if redirect and emit.kind == "result" else emit.key
             if self.direct:
+                # Read by the command's producer (result), the projections (execution), a
+                # person debugging (debug), billing (llm_usage). A stream a command named
+                # (replyTo) is the one key the runtime does not own: its type is checked.
                 stream, maxlen = self.targets.resolve(emit.kind, target)
-                add(("pub", key(stream), emit.data.decode(), maxlen, self.targets.ttl(emit.kind)))
+                name = "pubx" if emit.kind == "result" and target else "pub"
+                add((name, key(stream), emit.data.decode(), maxlen, self.targets.ttl(emit.kind)))
             else:
                 add(("xadd", key(self.keys.outbox(n)), emit.kind, target, emit.data.decode()))
 

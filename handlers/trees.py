@@ -129,6 +129,10 @@ async def cancel_execution(client: Client, keys: Keys, exec_id: str, reason: str
     store = store_for(client, keys, settings)
     root_id = exec_id.split(".", 1)[0]
     (root,) = await store.load_states([(partition, root_id)])
+    if root is None and visible is None and await client.exists(keys.log(partition, root_id)):
+        # A tree answered in the hop that took its command keeps only its log. (Through the
+        # API, whose caller sees only its workspace's trees, it reads like a missing one.)
+        return Cancelled(exec_id, root_id, "", False, "already finished", "finished")
     if root is None or (visible is not None and not visible(root)):
         return Cancelled(exec_id, root_id, "", False, "no such execution (or it expired)",
                          "not_found")

@@ -58,9 +58,10 @@ class ReplayReport:
         return not self.divergences
 
 
-def definition_hashes(entries: list[LogEntry]) -> set[str]:
-    """The definitions (by hash) a replay of ``entries`` needs."""
-    return {str(e.detail["defHash"]) for e in entries
+def definition_hashes(entries: list[LogEntry]) -> dict[str, str]:
+    """The definitions (by hash) a replay of ``entries`` needs, each with the publishedToolId
+    it was published under."""
+    return {str(e.detail["defHash"]): str(e.detail.get("publishedToolId", "")) for e in entries
             if e.type == "started" and e.detail and e.detail.get("defHash")}
 
 

@@ -154,3 +154,27 @@ class Transition(msgspec.Struct):
 state_encoder = msgspec.json.Encoder()
 state_decoder = msgspec.json.Decoder(ExecState)
 step_decoder = msgspec.json.Decoder(StepMsg)
+_log_entry = msgspec.json.Decoder(LogEntry)
+_log_line = msgspec.json.Decoder(list[LogEntry])
+
+
+def encode_log(entries: list[LogEntry]) -> bytes:
+    """One transition's log entries as one line of an event log (``decode_log`` reads it)."""
+    return state_encoder.encode(entries) + b"\n"
+
+
+def decode_log(raw: bytes) -> list[LogEntry]:
+    """The log entries in ``raw``, in order, whichever version wrote it: the one decoder of
+    event-log records (replay, traces, projections).
+
+    * this version: a tree's log is one string of lines, one line per transition, each line
+      a JSON array of that transition's entries (``encode_log``);
+    * the previous version: one stream entry per log entry, its ``d`` field one JSON object.
+
+    Raises ``msgspec.DecodeError`` for anything else."""
+    raw = raw.strip()
+    if not raw:
+        return []
+    if raw[:1] == b"{":
+        return [_log_entry.decode(raw)]
+    return [entry for line in raw.split(b"\n") if line for entry in _log_line.decode(line)]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import sys
+from collections.abc import Mapping
 
 from pydantic import ValidationError
 
@@ -20,11 +22,19 @@ from .exec_cmd import render_trace
 
 
 async def load_definitions(client: Client, keys: Keys, partition: int,
-                           hashes: set[str]) -> dict[str, ToolDefinition]:
-    """The definitions the trace ran with, by content hash (``{cf:N}:def:<sha1>``)."""
+                           hashes: Mapping[str, str] | set[str]) -> dict[str, ToolDefinition]:
+    """The definitions the trace ran with, by content hash: the tree's copy
+    (``{cf:N}:def:<sha1>``), else the published tool itself (``tool:<id>``, when ``hashes``
+    maps a hash to its publishedToolId) while its hash still matches. A tree answered in the
+    hop that took its command writes no copy."""
     out: dict[str, ToolDefinition] = {}
     for digest in sorted(hashes):
         raw = await client.get(keys.definition(partition, digest))
+        pt = hashes.get(digest) if isinstance(hashes, Mapping) else None
+        if raw is None and pt:
+            raw = await client.get(keys.tool(pt))
+            if raw is not None and hashlib.sha1(raw, usedforsecurity=False).hexdigest() != digest:
+                raw = None  # published again since: not the definition the tree ran
         if raw is None:
             continue
         try:

@@ -15,13 +15,11 @@ from typing import Any
 import msgspec
 
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, workspace_of
-from chatflow.runtime.state import LogEntry
 
+from ..client import first_log_entry
 from ..keys import Keys
 from ..redis_client import Client
 from ..registry import Registry
-
-_entry = msgspec.json.Decoder(LogEntry)
 
 
 async def workspace_tools(registry: Registry, workspace: str) -> set[str]:
@@ -54,17 +52,10 @@ async def root_tool(client: Client, keys: Keys, exec_id: str) -> str | None:
     """The publishedToolId an execution tree started with (its root's first log entry)."""
     root = exec_id.split(".", 1)[0]
     try:
-        key = keys.events(keys.partition_of_exec(root), root)
-    except ValueError:
+        first = await first_log_entry(client, keys, root)
+    except (ValueError, msgspec.DecodeError, KeyError):
         return None
-    first = await client.xrange(key, count=1)
-    if not first:
-        return None
-    try:
-        detail = _entry.decode(first[0][1][b"d"]).detail or {}
-    except (msgspec.DecodeError, KeyError):
-        return None
-    found = detail.get("publishedToolId")
+    found = (first.detail or {}).get("publishedToolId") if first is not None else None
     return found if isinstance(found, str) else None
 
 

@@ -14,7 +14,7 @@ import pytest
 from chatflow.handlers.keys import STEPS_GROUP, Keys
 from chatflow.handlers.redis_client import Client, make_client
 from chatflow.handlers.store import COMMIT, Commit, Store, Targets, Verdict
-from chatflow.runtime.state import Emit, LogEntry, Transition
+from chatflow.runtime.state import Emit, LogEntry, Transition, decode_log
 
 
 @dataclass
@@ -35,8 +35,9 @@ class Script:
         info = await self.client.xpending(self.keys.steps(0), STEPS_GROUP)
         return int(info["pending"])
 
-    async def logged(self, exec_id: str = "0-e") -> int:
-        return int(await self.client.xlen(self.keys.events(0, exec_id)))
+    async def logged(self, root_id: str = "0-e") -> int:
+        """Log entries committed for the tree of ``root_id``."""
+        return len(decode_log(await self.client.get(self.keys.log(0, root_id)) or b""))
 
 
 @pytest.fixture
@@ -102,16 +103,31 @@ async def test_a_second_transition_for_one_command_id_is_a_duplicate(script: Scr
     assert await script.logged("0-f") == 0
 
 
-async def test_a_transition_meeting_a_key_of_the_wrong_type_writes_nothing_and_stays_pending(
+async def test_a_transition_meeting_a_reply_stream_of_the_wrong_type_writes_nothing_and_stays_pending(
         script: Script) -> None:
     entry = await script.step()
-    await script.client.set(script.keys.state(0, "0-e"), "not a hash")
-    t = logging_transition(expect=("0-e", 3))
-    (verdict,) = await script.store.commit([Commit(0, "0-e", t, entry, command_guard="cmd-3")])
+    reply = f"{script.keys.prefix}stream:tool-results:mine"
+    await script.client.set(reply, "someone's string")
+    t = logging_transition(emits=[Emit("result", reply, b"{}")], finishes_root=True)
+    # One call of the script as Store.commit makes it, before its redirect.
+    keys, args = script.store._batch_args(0, [Commit(0, "0-e", t, entry, command_guard="cmd-3")])
+    async with script.client.pipeline(transaction=False) as pipe:
+        COMMIT.queue(pipe, keys, args)
+        ((verdict,),) = await pipe.execute()
     assert verdict == Verdict.WRONG_TYPE
     assert await script.logged() == 0
     assert not await script.client.exists(script.keys.command_guard(0, "cmd-3"))
-    assert await script.pending() == 1  # not acked: reclaimed, and dead-lettered in the end
+    assert not await script.client.exists(script.keys.done(0, "0-e"))
+    assert await script.pending() == 1  # not acked: Store.commit redirects and retries it
+
+
+async def test_keys_the_runtime_owns_are_not_type_checked(script: Script) -> None:
+    await script.client.hset(script.keys.state(0, "0-e"), mapping={"v": "3", "s": "{}"})
+    await script.store.commit([Commit(0, "0-e", logging_transition(expect=("0-e", 3)))])
+    await script.client.config_resetstat()
+    await script.store.commit([Commit(0, "0-e", logging_transition(expect=("0-e", 3)))])
+    stats = await script.client.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] == 1 and "cmdstat_type" not in stats
 
 
 async def test_an_answer_for_a_reply_stream_that_became_a_string_goes_to_the_default_stream(
@@ -126,4 +142,4 @@ async def test_an_answer_for_a_reply_stream_that_became_a_string_goes_to_the_def
     assert await script.client.get(reply) == b"someone's string"
     (entry,) = await script.client.xrange(script.keys.results)
     assert entry[1][b"data"] == b'{"commandId":"cmd-4"}'
-    assert await script.client.exists(script.keys.done(0, "0-e"))
+    assert await script.client.exists(script.keys.command_guard(0, "cmd-4"))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from chatflow.handlers import metrics
 from chatflow.handlers.embedded import free_port
 from chatflow.handlers.worker import Worker
 from tests.harness import Harness
@@ -87,3 +91,27 @@ async def test_an_unknown_path_is_not_found_and_only_get_is_served(bare: Harness
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
         assert (await http.get("/nope")).status_code == 404
         assert (await http.post("/metrics")).status_code == 405
+
+
+async def test_commands_naming_unknown_tools_share_one_label_and_leave_the_slots_to_real_tools(
+        bare: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A label set of its own, whatever earlier tests in this process admitted; the worker
+    # caps it at metrics_max_tools.
+    monkeypatch.setattr(metrics, "tool_label", metrics.BoundedLabel(0))
+    await bare.start_worker(metrics_max_tools=2)
+    for i in range(5):
+        result = await bare.run(f"pt-made-up-{i}")
+        assert result.error is not None and result.error.code == "tool_not_found"
+    await bare.put_tool("pt-real", returning("hi"))
+    assert (await bare.run("pt-real")).ok
+    sample = metrics.REGISTRY.get_sample_value
+    # The worker counts a batch right after its commit returns, which is when the result
+    # can be read: wait for the count, bounded.
+    for _ in range(500):
+        if sample("chatflow_tool_executions_total", {"tool": "pt-real", "outcome": "success"}):
+            break
+        await asyncio.sleep(0.01)
+    assert sample("chatflow_tool_executions_total", {"tool": "pt-real", "outcome": "success"}) == 1
+    assert sample("chatflow_tool_executions_total", {"tool": "unknown", "outcome": "failure"}) >= 5
+    assert sample("chatflow_tool_executions_total", {"tool": "pt-made-up-0",
+                                                     "outcome": "failure"}) is None

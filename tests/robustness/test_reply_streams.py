@@ -82,3 +82,47 @@ async def test_a_native_tool_call_cannot_reply_into_the_registry_log(harness: Ha
     (_stream, entries), = reply
     assert msgspec.json.decode(entries[0][1][b"data"])["callId"] == "call-1"
     assert await harness.client.xrange(harness.keys.registry) == before
+
+
+async def test_a_refused_reply_stream_follows_the_actions_on_error_continue(
+        harness: Harness) -> None:
+    await harness.put_tool("pt-ok", tool("r", ret("r", "v")))
+    command = msgspec.structs.replace(
+        harness.command("pt-ok", onError="continue", errorVariable="why"),
+        replyTo=harness.keys.registry)
+    after = await harness.mark()
+    await harness.send(command)
+    (result,) = (await harness.results_after(after, {command.commandId}, timeout_s=15))[
+        command.commandId]
+    assert result.error is not None and result.error.code == "invalid_command"
+    assert result.next == "continue" and not result.ok
+    assert result.variables == {"out": "", "why": result.error.message}
+    assert "replyTo" in result.error.message
+
+
+async def test_a_refused_reply_stream_with_a_blocking_action_hands_off_as_error_handoff_says(
+        harness: Harness) -> None:
+    await harness.put_tool("pt-ok", tool("r", ret("r", "v")))
+    command = msgspec.structs.replace(
+        harness.command("pt-ok", errorHandoff=False, errorMessage="sorry"),
+        replyTo=harness.keys.registry)
+    after = await harness.mark()
+    await harness.send(command)
+    (result,) = (await harness.results_after(after, {command.commandId}, timeout_s=15))[
+        command.commandId]
+    assert result.error is not None and result.error.code == "invalid_command"
+    assert result.next == "defaultException" and result.variables == {}
+    assert result.errorMessage == "sorry"
+
+
+async def test_a_command_that_does_not_fit_follows_its_readable_actions_on_error(
+        harness: Harness) -> None:
+    command = msgspec.to_builtins(harness.command("pt-ok", onError="continue",
+                                                  errorVariable="why"))
+    command["context"] = "not an object"
+    after = await harness.mark()
+    await harness.publish_raw({"data": msgspec.json.encode(command)})
+    (result,) = (await harness.results_after(after, {command["commandId"]}, timeout_s=15))[
+        command["commandId"]]
+    assert result.error is not None and result.error.code == "invalid_command"
+    assert result.next == "continue" and result.variables["why"] == result.error.message
