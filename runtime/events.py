@@ -45,8 +45,14 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _iso_second(second: int) -> str:
+    return datetime.fromtimestamp(second, tz=UTC).isoformat(timespec="seconds")[:-6]
+
+
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    # The events of one second differ only in their milliseconds: a second is formatted once.
+    return f"{_iso_second(ms // 1000)}.{ms % 1000:03d}+00:00"
 
 
 def tool_result(

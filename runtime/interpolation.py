@@ -10,6 +10,7 @@ the URL they land in, and never set the scheme, host or port (docs/security.md).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -32,7 +33,11 @@ def lookup(path: str, variables: Mapping[str, Any], context: Mapping[str, Any]) 
 
 
 def _resolve(path: str, variables: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
-    parts = path.split(".")
+    return _resolve_parts(path.split("."), variables, context)
+
+
+def _resolve_parts(parts: list[str] | tuple[str, ...], variables: Mapping[str, Any],
+                   context: Mapping[str, Any]) -> Any:
     head = parts[0]
     if head in CONTEXT_ROOTS and head in context:
         current: Any = context[head]
@@ -77,6 +82,29 @@ def to_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+# Templates come from definitions and repeat on every execution: each is parsed once into
+# (text before a token, the token's path split on dots) pairs and the text after the last.
+# Only short ones are kept, so the cache stays small whatever a command sends.
+_COMPILED_MAX_CHARS = 512
+Compiled = tuple[tuple[tuple[str, tuple[str, ...]], ...], str]
+
+
+@functools.lru_cache(maxsize=2048)
+def _compiled(template: str) -> Compiled:
+    pieces: list[tuple[str, tuple[str, ...]]] = []
+    pos = 0
+    for match in _TOKEN.finditer(template):
+        pieces.append((template[pos : match.start()], tuple(match.group(1).split("."))))
+        pos = match.end()
+    return tuple(pieces), template[pos:]
+
+
+def _parse(template: str) -> Compiled:
+    if len(template) <= _COMPILED_MAX_CHARS:
+        return _compiled(template)
+    return _compiled.__wrapped__(template)
+
+
 def render(
     template: str,
     variables: Mapping[str, Any],
@@ -86,17 +114,16 @@ def render(
 ) -> str:
     if "{{" not in template:
         return template
+    pieces, tail = _parse(template)
     out: list[str] = []
     size = 0
-    pos = 0
-    for match in _TOKEN.finditer(template):
-        piece = template[pos : match.start()] + to_text(_resolve(match.group(1), variables, context))
+    for text, parts in pieces:
+        piece = text + to_text(_resolve_parts(parts, variables, context))
         size += len(piece)
         if size > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
         out.append(piece)
-        pos = match.end()
-    out.append(template[pos:])
+    out.append(tail)
     return "".join(out)
 
 

@@ -79,7 +79,10 @@ class RunAhead:
         callAI...) stays a step entry for the next hop. The rounds stop after ``budget_ms``,
         so the other entries of a batch are not held for long. The input is not changed."""
         now = self.clock()
-        carried = [t and self.settle(t, now) for t in transitions]
+        carried = [None if t is None else _Carried(t) for t in transitions]
+        for c in carried:
+            if c is not None:
+                self._settle(c, now)
         limits = self.machine.limits
         until = self.clock() + self.budget_ms
         for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
@@ -87,126 +90,193 @@ class RunAhead:
             now = self.clock()
             if now >= until or self.run_block is None:
                 break  # a long chain of slow scripts: the rest goes on as step entries
-            work: list[tuple[int, int, ExecState, RunnableBlock]] = []
-            for ti, t in enumerate(carried):
-                found = t and self._next_inert(t, now)
-                if found:
-                    work.append((ti, *found))
+            work: list[tuple[_Carried, int, ExecState, RunnableBlock]] = []
+            for c in carried:
+                found = None if c is None else self._next_inert(c, now)
+                if c is not None and found is not None:
+                    work.append((c, *found))
             if not work:
                 break
             run_block = self.run_block
-            done = await asyncio.gather(*(run_block(state, block) for _, _, state, block in work))
+            if len(work) == 1:  # the usual case: no task, no trip round the event loop
+                _, _, state, block = work[0]
+                done = [await run_block(state, block)]
+            else:
+                done = await asyncio.gather(*(run_block(state, block)
+                                              for _, _, state, block in work))
             now = self.clock()
-            for (ti, si, _, _), outcome in zip(work, done, strict=True):
-                t = carried[ti]
-                assert t is not None
-                carried[ti] = self.settle(_fuse(t, si, outcome), now)
-        return carried
+            for (c, si, _, _), outcome in zip(work, done, strict=True):
+                c.fuse(si, outcome)
+                self._settle(c, now)
+        return [None if c is None else c.transition() for c in carried]
 
     def settle(self, t: Transition, now: int) -> Transition:
         """``t`` with every next block that needs no I/O (a return, or a guardrail that ends
         the tool) decided inside it. Pure: ``t`` is not changed."""
-        for _ in range(self.machine.limits.max_hops + 1):
-            for i, step in enumerate(t.steps):
-                state = _running(t, step)
-                if state is None:
-                    continue
-                definition = self.definitions(state.defHash)
-                planned = self.machine.plan(state, definition, now) if definition else None
-                if isinstance(planned, Transition):
-                    t = _fuse(t, i, planned)
-                    break
-            else:
-                return t
-        return t
+        carried = _Carried(t)
+        self._settle(carried, now)
+        return carried.transition()
 
-    def _next_inert(self, t: Transition, now: int) -> tuple[int, ExecState, RunnableBlock] | None:
-        """The first run step of ``t`` whose next block is inert, with its state."""
-        for i, step in enumerate(t.steps):
-            state = _running(t, step)
-            definition = self.definitions(state.defHash) if state is not None else None
-            if state is None or definition is None:
-                continue
-            planned = self.machine.plan(state, definition, now)
-            if not isinstance(planned, Transition) and planned.type in INERT_BLOCKS:
-                return i, state, planned
+    def _settle(self, c: _Carried, now: int) -> None:
+        """Decide in ``c`` every run step whose next block needs no I/O, in one pass.
+
+        A settled step's transition ends its execution, so it adds no run step and changes
+        no other execution's state: a step planned to a block stays planned to it, and the
+        pass goes on from the index it fused at instead of starting over."""
+        fused, limit = 0, self.machine.limits.max_hops + 1
+        steps = c.steps
+        i = 0
+        while i < len(steps) and fused < limit:
+            planned = self._plan(c, steps[i], now)
+            if isinstance(planned, Transition):
+                c.fuse(i, planned)
+                steps = c.steps  # the first fuse gives ``c`` lists of its own
+                fused += 1
+            else:
+                i += 1
+
+    def _plan(self, c: _Carried, step: StepMsg, now: int) -> RunnableBlock | Transition | None:
+        """What the machine plans for ``step`` of ``c`` (None: not a run step ``c`` can
+        advance). A block planned once is remembered: planning reads only the state, the
+        definition and, for the deadline, ``now``, so until that deadline it is the same."""
+        state = c.running(step)
+        if state is None:
+            return None
+        key = (step.exec_id, step.version)
+        block = c.planned.get(key)
+        if block is not None and now <= state.deadlineMs:
+            return block
+        definition = self.definitions(state.defHash)
+        if definition is None:
+            return None
+        planned = self.machine.plan(state, definition, now)
+        if not isinstance(planned, Transition):
+            c.planned[key] = planned
+        return planned
+
+    def _next_inert(self, c: _Carried, now: int) -> tuple[int, ExecState, RunnableBlock] | None:
+        """The first run step of ``c`` whose next block is inert, with its state."""
+        for i, step in enumerate(c.steps):
+            planned = self._plan(c, step, now)
+            if planned is not None and not isinstance(planned, Transition) \
+                    and planned.type in INERT_BLOCKS:
+                return i, c.writes[step.exec_id], planned
         return None
 
-    async def _resume_parents(self, partition: int, carried: list[Transition | None],
+    async def _resume_parents(self, partition: int, carried: list[_Carried | None],
                               now: int) -> None:
         """A child that finished hands its parent a ``resume`` step; continue the parent in
         the same commit instead, up the tree while it can. A parent this very transition
         wrote (it spawned the child) is taken from it; others are loaded, one call for all."""
         for _ in range(self.machine.limits.max_depth + 1):
-            wanted: list[tuple[int, str, ExecState | None]] = []
-            for i, t in enumerate(carried):
-                if t is None:
+            wanted: list[tuple[_Carried, str, ExecState | None]] = []
+            for c in carried:
+                if c is None:
                     continue
-                for step in t.steps:
+                for step in c.steps:
                     if step.kind == "resume":
-                        wanted.append((i, step.exec_id, _written(t, step.exec_id)))
+                        wanted.append((c, step.exec_id, c.writes.get(step.exec_id)))
             if not wanted:
                 return
             parents = await self.load_states(partition, [(e, w) for _, e, w in wanted])
             progressed = False
-            for (i, _, _), parent in zip(wanted, parents, strict=True):
-                t = carried[i]
+            for (c, _, _), parent in zip(wanted, parents, strict=True):
                 definition = self.definitions(parent.defHash) if parent else None
-                if t is None or parent is None or definition is None:
+                if parent is None or definition is None:
                     continue
                 try:
-                    resumed = self._resume_inline(t, parent, definition, now)
+                    resumed = self._resume_inline(c, parent, definition, now)
                 except Exception as exc:  # leave the resume step to run on its own
                     log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
                     continue
-                if resumed is not t:
-                    carried[i] = self.settle(resumed, now)
+                if resumed:
+                    self._settle(c, now)
                     progressed = True
             if not progressed:
                 return
 
-    def _resume_inline(self, t: Transition, parent: ExecState, definition: ToolDefinition,
-                       now: int) -> Transition:
-        """``t`` with a child's ``resume`` step for ``parent`` replaced by the parent's own
-        transition, guarded by the parent's version; ``t`` itself when it has none."""
-        for i, step in enumerate(t.steps):
+    def _resume_inline(self, c: _Carried, parent: ExecState, definition: ToolDefinition,
+                       now: int) -> bool:
+        """Replace in ``c`` a child's ``resume`` step for ``parent`` by the parent's own
+        transition, guarded by the parent's version; False when ``c`` has no such step."""
+        for i, step in enumerate(c.steps):
             if (step.kind == "resume" and step.exec_id == parent.execId and step.child is not None
                     and parent.version == step.version and parent.status == "waiting"):
-                return _fuse(t, i, self.machine.after_child(parent, definition, step.child, now))
-        return t
+                resumed = self.machine.after_child(parent, definition, step.child, now)
+                c.fuse(i, resumed)  # only once the machine decided: a raise leaves ``c`` as is
+                return True
+        return False
 
 
-def _written(t: Transition, exec_id: str) -> ExecState | None:
-    return next((w for w in reversed(t.writes) if w.execId == exec_id), None)
+class _Carried:
+    """A transition being carried on, built in place.
 
+    Until its first fuse it reads the given transition's lists; the first fuse copies them
+    once, and every fuse after appends to them (a fuse used to rebuild every list). The
+    states it writes are a dict by execution, so the state a step advances is one lookup.
+    ``planned`` remembers the block planned for each run step (see ``RunAhead._plan``)."""
 
-def _running(t: Transition, step: StepMsg) -> ExecState | None:
-    """The state a ``run`` step of ``t`` would advance, if ``t`` wrote it and it still runs."""
-    if step.kind != "run":
-        return None
-    state = _written(t, step.exec_id)
-    if state is None or state.version != step.version or state.status != "running":
-        return None
-    return state
+    __slots__ = ("also_expect", "definitions", "done", "emits", "expect", "finishes_root",
+                 "given", "log", "owned", "planned", "steps", "writes")
 
+    def __init__(self, t: Transition) -> None:
+        self.given = t
+        self.owned = False
+        self.expect = t.expect
+        self.also_expect = t.also_expect
+        # The last write of an execution wins and goes last, as a fuse has always ordered them.
+        self.writes: dict[str, ExecState] = {}
+        for state in t.writes:
+            self.writes.pop(state.execId, None)
+            self.writes[state.execId] = state
+        self.steps = t.steps
+        self.emits = t.emits
+        self.log = t.log
+        self.definitions = t.definitions
+        self.finishes_root = t.finishes_root
+        self.done = t.done
+        self.planned: dict[tuple[str, int], RunnableBlock] = {}
 
-def _fuse(first: Transition, index: int, second: Transition) -> Transition:
-    """``first`` with its step ``index`` replaced by what ``second`` decided for it."""
-    writes: dict[str, ExecState] = {}
-    for state in [*first.writes, *second.writes]:
-        writes.pop(state.execId, None)
-        writes[state.execId] = state  # a later version of the same execution: keep it, last
-    written = {w.execId for w in first.writes}
-    extra = [e for e in [second.expect, *second.also_expect] if e is not None and e != first.expect
-             and e[0] not in written]
-    return Transition(
-        expect=first.expect,
-        also_expect=[*first.also_expect, *extra],
-        writes=list(writes.values()),
-        steps=[*first.steps[:index], *first.steps[index + 1:], *second.steps],
-        emits=[*first.emits, *second.emits],
-        log=[*first.log, *second.log],
-        definitions={**first.definitions, **second.definitions},
-        finishes_root=first.finishes_root or second.finishes_root,
-        done=[*first.done, *second.done],
-    )
+    def running(self, step: StepMsg) -> ExecState | None:
+        """The state a ``run`` step would advance, if this transition wrote it and it runs."""
+        if step.kind != "run":
+            return None
+        state = self.writes.get(step.exec_id)
+        if state is None or state.version != step.version or state.status != "running":
+            return None
+        return state
+
+    def fuse(self, index: int, second: Transition) -> None:
+        """Replace step ``index`` by what ``second`` decided for it."""
+        if not self.owned:
+            self.owned = True
+            self.also_expect = list(self.also_expect)
+            self.steps = list(self.steps)
+            self.emits = list(self.emits)
+            self.log = list(self.log)
+            self.definitions = dict(self.definitions)
+            self.done = list(self.done)
+        writes = self.writes
+        # A check on an execution this transition already writes is implied by the write.
+        for expected in (second.expect, *second.also_expect):
+            if expected is not None and expected != self.expect and expected[0] not in writes:
+                self.also_expect.append(expected)
+        for state in second.writes:
+            writes.pop(state.execId, None)
+            writes[state.execId] = state  # a later version of the same execution: keep it, last
+        del self.steps[index]
+        self.steps.extend(second.steps)
+        self.emits.extend(second.emits)
+        self.log.extend(second.log)
+        self.definitions.update(second.definitions)
+        self.finishes_root = self.finishes_root or second.finishes_root
+        self.done.extend(second.done)
+
+    def transition(self) -> Transition:
+        """The transition as built: the given one itself when nothing was fused into it."""
+        if not self.owned:
+            return self.given
+        return Transition(expect=self.expect, also_expect=self.also_expect,
+                          writes=list(self.writes.values()), steps=self.steps, emits=self.emits,
+                          log=self.log, definitions=self.definitions,
+                          finishes_root=self.finishes_root, done=self.done)

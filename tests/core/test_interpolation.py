@@ -1,8 +1,12 @@
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from chatflow.runtime.interpolation import RenderTooLarge, render
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatflow.runtime.interpolation import _TOKEN, RenderTooLarge, lookup, render, to_text
 
 VARS = {"name": "Ana", "resp": {"items": [{"id": 7}, {"id": 8}]}, "n": 3.0, "flag": True,
         "nothing": None, "raw": '{"a": {"b": 1}}', "tpl": "{{name}}"}
@@ -33,3 +37,40 @@ def test_render_refuses_to_grow_past_the_cap() -> None:
     big = {"x": "y" * 1000}
     with pytest.raises(RenderTooLarge):
         render("{{x}}" * 20, big, {}, max_chars=10_000)
+
+
+def _regex_render(template: str, variables: dict[str, Any], context: dict[str, Any],
+                  max_chars: int) -> str:
+    """The one-pass regex render of before templates were parsed once: the oracle."""
+    out: list[str] = []
+    size = pos = 0
+    for match in _TOKEN.finditer(template):
+        piece = template[pos:match.start()] + to_text(lookup(match.group(1), variables, context))
+        size += len(piece)
+        if size > max_chars:
+            raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
+        out.append(piece)
+        pos = match.end()
+    out.append(template[pos:])
+    return "".join(out)
+
+
+_PIECES = st.sampled_from(["{{", "}}", "{", "}", " ", ".", "name", "resp", "items", "0", "-1",
+                           "id", "contact", "raw", "a", "b", "tpl", "x" * 600, "Olá "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join), st.integers(0, 2_000))
+def test_a_template_parsed_once_renders_as_the_one_pass_regex_render(template: str,
+                                                                      cap: int) -> None:
+    def outcome(fn: Any, cap: int) -> str:
+        try:
+            return str(fn(template, VARS, CTX, max_chars=cap))
+        except RenderTooLarge as exc:
+            return f"refused: {exc}"
+
+    full = len(_regex_render(template, VARS, CTX, 10**9))
+    for at in [cap, *range(max(0, full - 40), full + 2)]:  # the cap's edge included
+        expected = outcome(_regex_render, at) if "{{" in template else template
+        assert outcome(render, at) == expected
+        assert outcome(render, at) == expected  # and again, from the parsed template's cache

@@ -56,6 +56,7 @@ class Run:
     states: dict[str, ExecState] = field(default_factory=dict)
     transitions: int = 0
     dropped: int = 0
+    committed: list[bytes] = field(default_factory=list)  # every transition handed to commit
 
     @property
     def result(self) -> ToolResult:
@@ -71,6 +72,8 @@ class Driver:
     now: int = 1_000
     tick_ms: int = 1  # how far the clock moves per step
     run_ahead: bool = False
+    block_ms: int = 0  # how far the clock moves while a block runs (a deadline can pass mid-hop)
+    ahead: Callable[..., Any] = RunAhead  # the run-ahead to drive (tests compare two)
 
     def definition(self, def_hash: str) -> ToolDefinition | None:
         raw = self.tools.get(def_hash)
@@ -91,7 +94,7 @@ class Driver:
             stored = [known or run.states.get(exec_id) for exec_id, known in wanted]
             return [None if s is None else _copy(s) for s in stored]
 
-        ahead = RunAhead(self.machine, self.definition, clock=lambda: self.now,
+        ahead = self.ahead(self.machine, self.definition, clock=lambda: self.now,
                          run_block=self._run_block if self.run_ahead else None,
                          load_states=load, budget_ms=2**40)
 
@@ -130,6 +133,7 @@ class Driver:
         return await self._run_block(state, planned)
 
     async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+        self.now += self.block_ms
         return self.machine.after_run(state, block, self._result(state, block), self.now)
 
     def _result(self, state: ExecState, block: RunnableBlock
@@ -149,6 +153,7 @@ class Driver:
         """One atomic commit: the expected versions must hold and the tree must not have
         answered; then states, steps, results and log entries land together."""
         run.transitions += 1
+        run.committed.append(msgspec.json.encode(t))
         expects = ([t.expect] if t.expect else []) + list(t.also_expect)
         stale = any(run.states[e].version != v for e, v in expects if e in run.states)
         if stale or run.results:  # a version moved on, or the tree answered (the done key)
