@@ -14,7 +14,7 @@ const SVG = "http://www.w3.org/2000/svg";
 export function autoLayout(def) {
   const blocks = blocksOf(def);
   const g = new graphlib.Graph();
-  g.setGraph({ rankdir: "LR", nodesep: 40, ranksep: 90, marginx: 30, marginy: 30 });
+  g.setGraph({ rankdir: "LR", nodesep: 50, ranksep: 150, marginx: 30, marginy: 30 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const id of Object.keys(blocks)) g.setNode(id, { width: NODE_W, height: NODE_H });
   for (const [id, b] of Object.entries(blocks)) {
@@ -158,6 +158,7 @@ export function createCanvas(container, options = {}) {
         });
       }
       // Exits: every target that is not a block of this tool is a terminal node.
+      const taken = Object.values(pos).map((q) => ({ ...q }));
       for (const [id, b] of Object.entries(blocks)) {
         exitsOf(b).forEach((o, i) => {
           const to = targetBlock(o.target);
@@ -166,7 +167,11 @@ export function createCanvas(container, options = {}) {
             return;
           }
           const p = pos[id];
-          const nid = editor.addNode("exit", 1, 0, p.x + NODE_W + 70, p.y + i * (NODE_H - 10), "exit", {}, "", false);
+          const at = { x: p.x + NODE_W + 70, y: p.y + i * (NODE_H - 10) };
+          // An exit never covers a block or another exit: it steps down until the place is free.
+          while (taken.some((q) => Math.abs(q.x - at.x) < NODE_W && Math.abs(q.y - at.y) < NODE_H)) at.y += NODE_H + 10;
+          taken.push(at);
+          const nid = editor.addNode("exit", 1, 0, at.x, at.y, "exit", {}, "", false);
           byNode[nid] = { exit: o.target && o.target.type !== "block" ? o.target : null };
           const el = surface.querySelector(`#node-${nid}`);
           const name = exitName(o.target);
