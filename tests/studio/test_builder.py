@@ -5,6 +5,7 @@ worker and Chromium; selected by role, label and field name."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -230,3 +231,25 @@ async def test_the_keyboard_alone_adds_a_block_and_connects_it(studio: Studio) -
     await page.keyboard.press("Delete")
     await expect(node(page, "return1")).to_have_count(0)
     assert "return1" not in (await definition(page))["blocks"]
+
+
+async def test_leaving_with_unsaved_changes_asks_first_and_a_new_tool_is_never_created_unsaved(
+        studio: Studio) -> None:
+    page = studio.page
+    await new_tool(studio, "Draft")
+    await page.get_by_role("button", name="Add return block").click()
+    questions: list[str] = []
+
+    async def answer(dialog: Any, accept: bool) -> None:
+        questions.append(dialog.message)
+        await (dialog.accept() if accept else dialog.dismiss())
+
+    page.once("dialog", lambda d: asyncio.ensure_future(answer(d, False)))
+    await page.get_by_role("link", name="Tools").click()
+    await expect(node(page, "return1")).to_be_visible()  # stayed, with the edit
+    assert questions == ["Draft has unsaved changes. Leave and lose them?"]
+    page.once("dialog", lambda d: asyncio.ensure_future(answer(d, True)))
+    await page.get_by_role("link", name="Tools").click()
+    await expect(page.get_by_role("heading", name="Tools")).to_be_visible()
+    assert len(questions) == 2
+    assert [t for t in await studio.ok("GET", "/tools") if t["name"] == "Draft"] == []

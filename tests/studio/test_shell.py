@@ -56,7 +56,8 @@ async def test_a_viewer_sees_every_page_without_write_controls(studio: Studio) -
     await expect(page.get_by_role("button", name="New tool")).to_have_count(0)
     await page.get_by_role("link", name="Seen").click()
     await expect(page.get_by_role("heading", name="Seen")).to_be_visible()
-    for name in ("Save draft", "Publish", "Move to trash", "Run flow", "Test block"):
+    for name in ("Save draft", "Publish", "Move to trash", "Run flow", "Test block", "Undo", "Layout",
+                 "Add httpCall block", "Add condition"):
         await expect(page.get_by_role("button", name=name)).to_have_count(0)
     await expect(page.get_by_label("Definition (JSON)")).not_to_be_editable()
     await expect(page.get_by_role("group", name="Flow canvas").locator("[data-block]")).to_have_count(1)
