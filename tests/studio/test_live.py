@@ -148,12 +148,16 @@ async def test_an_execution_in_flight_is_listed_and_cancelled(studio: Studio) ->
         await expect(table.get_by_role("cell", name=f"Slow ({pt})")).to_be_visible()
         await studio.shot("executions")
         await page.get_by_role("button", name=f"Cancel {row['executionId']}").click()
+        dialog = page.get_by_role("dialog", name=f"Cancel {row['executionId']}?")
+        await dialog.get_by_label("Reason (the caller receives it)").fill("stuck upstream")
+        await dialog.get_by_role("button", name="Cancel execution").click()
         await expect(page.get_by_text(f"Cancelled {row['executionId']}.")).to_be_visible()
         found = await wait_results(studio.harness.client, studio.harness.keys.results,
                                    {command.commandId}, after=after, timeout_s=20)
         ((result,),) = found.values()  # exactly one result: the cancellation
         assert not result.ok and result.error is not None
         assert result.error.code == "execution_cancelled"
+        assert "stuck upstream" in result.error.message
         await expect(page.get_by_text("No executions in flight.")).to_be_visible()
 
 

@@ -14,6 +14,7 @@ const statusEl = document.getElementById("status");
 
 const ROUTES = [
   [/^#\/tools$/, toolsPage],
+  [/^#\/new\/(.*)$/, (ctx, name) => builderPage(ctx, null, name)],
   [/^#\/tools\/([^/]+)$/, builderPage],
   [/^#\/trash$/, trashPage],
   [/^#\/servers$/, serversPage],
@@ -25,11 +26,15 @@ const ROUTES = [
 
 let principal = null;
 let leaving = [];
+let mounted = [];
+let guard = null; // the page's "unsaved changes" question, or null
+let here = ""; // the hash the page on screen was made for
 let current = 0; // the latest navigation; a slower earlier one must not paint over it
 
 function say(text) { statusEl.textContent = text; }
 
 function leave() {
+  guard = null;
   for (const fn of leaving) { try { fn(); } catch { /* a page's cleanup never blocks the next */ } }
   leaving = [];
 }
@@ -77,6 +82,7 @@ async function route() {
   leave();
   const mine = ++current;
   const hash = location.hash;
+  here = hash;
   for (const [re, page] of ROUTES) {
     const m = hash.match(re);
     if (!m) continue;
@@ -85,8 +91,11 @@ async function route() {
       canWrite: principal.role === "admin" || principal.role === "editor",
       say,
       onLeave: (fn) => leaving.push(fn),
+      afterMount: (fn) => mounted.push(fn),
+      guard: (fn) => { guard = fn; },
       go: (to) => { location.hash = to; },
     };
+    mounted = [];
     clear(main, h("p", {}, "Loading…"));
     for (const a of nav.querySelectorAll("a")) {
       if (a.getAttribute("href") === `#/${hash.split("/")[1]}`) a.setAttribute("aria-current", "page");
@@ -96,6 +105,7 @@ async function route() {
       const node = await page(ctx, ...m.slice(1).map(decodeURIComponent));
       if (mine !== current) return;
       clear(main, node);
+      for (const fn of mounted.splice(0)) fn();
       const heading = main.querySelector("h1");
       document.title = `${heading ? heading.textContent : "Studio"} · chatflow Studio`;
     } catch (err) {
@@ -110,12 +120,20 @@ async function route() {
 }
 
 document.getElementById("sign-out").addEventListener("click", () => {
+  const question = guard && guard();
+  if (question && !window.confirm(question)) return;
   session.clear();
   signInForm("Signed out.");
 });
 
 whenUnauthorized((reason) => signInForm(reason));
-window.addEventListener("hashchange", () => { if (location.hash !== "#main") route(); });
+window.addEventListener("hashchange", () => {
+  if (location.hash === "#main") return;
+  const question = guard && guard();
+  // Staying: the address goes back without a hashchange, so the page and its edits stay.
+  if (question && !window.confirm(question)) { history.replaceState(null, "", here); return; }
+  route();
+});
 
 async function boot() {
   await configure();

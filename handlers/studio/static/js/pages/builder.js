@@ -1,14 +1,23 @@
-// The builder: name and description, the definition as an editable JSON document with the
-// API's problems beside it, the drawing (redrawn as the document changes), the agents
-// configuration panel, publish, the test panel and the seven-day chart.
+// The builder: the canvas (js/canvas.js) with a palette, the selected block's form made from
+// the validation schema (js/forms.js), and the definition as JSON; the three stay in sync both
+// ways. Problems show as badges on nodes and highlighted fields; undo/redo covers every edit.
+// Also: name and description, the agents configuration, save/publish/trash, the test panel and
+// the seven-day chart. A tool made by "New tool" exists only from its first save.
 import { api, ApiError } from "../api.js";
+import { createCanvas, NODE_W, positionsOf, autoLayout } from "../canvas.js";
 import { chart } from "../chart.js";
-import { button, clear, field, h, json, s } from "../dom.js";
-import { draw } from "../flow.js";
+import { confirmDialog } from "../dialog.js";
+import { button, clear, field, h, json } from "../dom.js";
+import { blockForm, newBlock } from "../forms.js";
+import { blockOfPath, blocksOf, exitsOf, references, TYPES } from "../graph.js";
+import { history as makeHistory } from "../history.js";
 import { outcome, timeline } from "../timeline.js";
 import { refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
+const TYPE_NAMES = { httpCall: "HTTP call", executeScript: "Script", callEndpoint: "Call endpoint", callTool: "Call tool",
+  fetchMedia: "Fetch media", callAI: "Call AI", return: "Return" };
+let schemaCache = null;
 
 /** Index in the JSON text of the key a problem path names (definition.blocks.b1.url). */
 export function locate(text, path) {
@@ -26,44 +35,284 @@ function parseJson(text, what) {
   try { return [JSON.parse(text || "{}"), null]; } catch (err) { return [null, `${what}: ${err.message}`]; }
 }
 
-export async function builderPage(ctx, toolId) {
-  const tool = await api("GET", `/tools/${enc(toolId)}`);
+async function optional(promise, fallback) { try { return await promise; } catch { return fallback; } }
+
+export async function builderPage(ctx, toolId, newName) {
+  const isNew = toolId === null;
+  const tool = isNew ? { name: newName || "Untitled tool", description: "", definition: { onboardingBlockId: null, blocks: {} } }
+    : await api("GET", `/tools/${enc(toolId)}`);
   const rw = ctx.canWrite;
-  let def = tool.definition || { blocks: {}, onboardingBlockId: null };
-  let problems = [];
+  schemaCache = schemaCache || await api("GET", "/definitions/schema");
+  const schemas = schemaCache;
+  const [tools, servers, creds] = await Promise.all([optional(api("GET", "/tools"), []),
+    optional(api("GET", "/integration-servers"), []), optional(api("GET", "/llm-credentials"), [])]);
+  const lookups = { tools: tools.filter((t) => t.id !== toolId), servers, creds };
+
+  let def = tool.definition && typeof tool.definition === "object" ? tool.definition : { blocks: {}, onboardingBlockId: null };
+  if (!def.blocks) def.blocks = {};
+  const hist = makeHistory(json(def));
+  let selected = null;
+  let serverProblems = [];
   let checkSeq = 0;
+  let savedAs = null;
 
   const name = h("input", { type: "text", name: "name", value: tool.name || "", readonly: !rw });
   const description = h("textarea", { name: "description", rows: 2, value: tool.description || "", readonly: !rw });
-  const doc = h("textarea", { name: "definition", class: "code", rows: 24, spellcheck: "false", value: json(def), readonly: !rw });
+  const snapshot = () => JSON.stringify([name.value, description.value, def]);
+  savedAs = isNew ? null : snapshot();
+  const dirty = () => rw && snapshot() !== savedAs;
+
+  const doc = h("textarea", { name: "definition", class: "code", rows: 20, spellcheck: "false", value: json(def), readonly: !rw });
   const problemList = h("ul", { class: "problems", "aria-label": "Problems" });
+  const warningList = h("ul", { class: "warnings", "aria-label": "Warnings" });
   const problemsBox = h("section", { class: "problems-box", "aria-labelledby": "problems-h" },
-    h("h2", { id: "problems-h" }, "Problems"), problemList);
-  const svg = s("svg", { class: "flow", role: "group", "aria-label": "Flow drawing" });
+    h("h2", { id: "problems-h" }, "Problems"), problemList, warningList);
+  const canvasBox = h("div", { class: "canvas", role: "group", "aria-label": "Flow canvas" });
+  const inspector = h("div", { class: "inspector", "aria-live": "off" });
   const publishOut = h("div", { "aria-live": "polite" });
   const state = h("p", { class: "muted" });
   const heading = h("h1", { id: "tool-h" }, tool.name);
+  const saveBtn = rw ? button(isNew ? "Save" : "Save draft", () => act(save, () => "Draft saved.")) : null;
 
   function showState(t) {
+    if (!t) { state.textContent = "new · not saved yet"; return; }
     const pub = t.publishedTool || null;
     state.textContent = `${t.status || (pub ? "published" : "draft")}${pub ? ` · published as ${pub.id}` : ""}`
       + `${t.version !== undefined ? ` · version ${t.version}` : ""}`;
   }
-  showState(tool);
+  showState(isNew ? null : tool);
 
+  // -- problems: the shape check's (server) and the references' (here) ------------------------
+  function allProblems() {
+    const refs = references(def);
+    // The shape check names some broken targets itself (…defaultOutput.blockId): one report each.
+    const mine = refs.problems.filter((p) => !serverProblems.some((s) => String(s.path).startsWith(`${p.path}.`)));
+    return { problems: [...serverProblems, ...mine], warnings: refs.warnings };
+  }
+  function byBlock(list) {
+    const out = new Map();
+    for (const p of list) {
+      const [b] = blockOfPath(p.path);
+      if (b) out.set(b, [...(out.get(b) || []), `${p.path.split(".").slice(3).join(".") || "block"}: ${p.message}`]);
+    }
+    return out;
+  }
+  function byField(list, blockId) {
+    const out = new Map();
+    for (const p of list) {
+      const [b] = blockOfPath(p.path);
+      if (b !== blockId) continue;
+      const rest = String(p.path).split(".").slice(3).join(".");
+      const key = /^outputConditions\.\d+\.(target|id|logic)|^outputConditions\.\d+\.rules\.\d+\.\w+/.test(rest)
+        ? rest.match(/^outputConditions\.\d+\.(?:rules\.\d+\.\w+|\w+)/)[0] : rest.split(".")[0];
+      out.set(key, [...(out.get(key) || []), p.message]);
+    }
+    return out;
+  }
   function renderProblems() {
-    problemList.replaceChildren(...problems.map((p) => h("li", {},
-      h("button", { type: "button", class: "link", onclick: () => {
-        const i = locate(doc.value, p.path);
-        doc.focus();
-        doc.setSelectionRange(i, i + String(p.path).split(".").pop().length + 2);
-      } }, h("code", {}, p.path)),
-      " ", h("span", {}, p.message))));
+    const { problems, warnings } = allProblems();
+    const item = (p) => h("li", { class: p.warning ? "warn" : "" },
+      h("button", { type: "button", class: "link", onclick: () => jumpTo(p.path) }, h("code", {}, p.path)), " ", h("span", {}, p.message));
+    problemList.replaceChildren(...problems.map(item));
+    warningList.replaceChildren(...warnings.map(item));
     problemsBox.classList.toggle("none", problems.length === 0);
     if (!problems.length) problemList.replaceChildren(h("li", { class: "ok" }, "No problems found."));
   }
+  function jumpTo(path) {
+    const [b, f] = blockOfPath(path);
+    if (b && b in blocksOf(def)) {
+      select(b);
+      const control = f && inspector.querySelector(`[name="${CSS.escape(f)}"]`);
+      (control || inspector.querySelector("input, select, textarea") || inspector).focus();
+      return;
+    }
+    const i = locate(doc.value, path);
+    doc.focus();
+    doc.setSelectionRange(i, i + String(path).split(".").pop().length + 2);
+  }
 
-  // Agents configuration: visible only while enabledForAI is on (seed: "Configuração para agentes").
+  // -- the views ----------------------------------------------------------------------------
+  let pending = [];
+  const canvas = createCanvas(canvasBox, {
+    editable: rw,
+    onSelect: (id) => select(id),
+    // Drawflow reports one gesture as several events (deleting a node also removes its
+    // connections); they are applied together, after its handler returns, as one edit.
+    onConnect: (from, port, target) => queue((d) => setTarget(d, from, port, target)),
+    onDisconnect: (from, port) => queue((d) => setTarget(d, from, port, undefined), "edge"),
+    onMove: (id, at) => queue((d) => { d.meta = { ...(d.meta || {}), positions: { ...positionsOf(def), ...((d.meta || {}).positions || {}), [id]: at } }; }),
+    onDelete: (id) => queue((d) => removeBlock(d, id), "node"),
+  });
+  function queue(fn, kind) {
+    pending.push([fn, kind]);
+    if (pending.length > 1) return;
+    queueMicrotask(() => {
+      const batch = pending;
+      pending = [];
+      const deleting = batch.some(([, k]) => k === "node");
+      edit((d) => { for (const [f, k] of batch) if (!(deleting && k === "edge")) f(d); }, { form: true });
+    });
+  }
+  function setTarget(d, from, port, target) {
+    const b = d.blocks[from];
+    if (!b) return;
+    if (port === 0) { if (target) b.defaultOutput = target; else delete b.defaultOutput; }
+    else if (b.outputConditions && b.outputConditions[port - 1]) b.outputConditions[port - 1].target = target;
+  }
+  function removeBlock(d, id) {
+    delete d.blocks[id];
+    if (d.onboardingBlockId === id) d.onboardingBlockId = Object.keys(d.blocks)[0] || null;
+    if (d.meta && d.meta.positions) delete d.meta.positions[id];
+    if (selected === id) selected = null;
+  }
+
+  function formCtx() {
+    const { problems } = allProblems();
+    return {
+      def, schemas, lookups, readonly: !rw, problems: byField(problems, selected),
+      set: (blockId, key, value, opts = {}) => edit((d) => {
+        if (value === undefined) delete d.blocks[blockId][key]; else d.blocks[blockId][key] = value;
+      }, { key: opts.coalesce ? `${blockId}.${key}` : null }),
+      edit: (fn, opts = {}) => edit(fn, { form: !!opts.form, key: typeof opts.coalesce === "string" ? opts.coalesce : null }),
+      rename: (from, to) => rename(from, to),
+      inputsOf: async (id) => {
+        const t = await optional(api("GET", `/tools/${enc(id)}`), null);
+        const d = t && ((t.publishedTool && t.publishedTool.definition) || t.definition);
+        return (d && Array.isArray(d.inputs) ? d.inputs : []).filter((x) => x && x.name);
+      },
+    };
+  }
+  function renderForm() {
+    if (!selected || !(selected in blocksOf(def))) {
+      selected = null;
+      clear(inspector, h("h2", {}, "Block"), h("p", { class: "muted" },
+        rw ? "Add a block from the palette, or select one on the canvas (click it, or Tab to it and press Enter)."
+          : "Select a block on the canvas to read its fields."));
+      return;
+    }
+    const b = blocksOf(def)[selected];
+    clear(inspector, h("h2", { id: "block-h" }, `Block ${selected} (${b.type})`), blockForm(formCtx(), selected),
+      rw ? button("Delete block", () => edit((d) => removeBlock(d, selected), { form: true }), { class: "danger", "aria-label": `Delete block ${selected}` }) : null);
+  }
+  function select(id) {
+    selected = id;
+    renderForm();
+    const first = inspector.querySelector("input:not([readonly]), select, textarea");
+    if (first && rw) first.focus({ preventScroll: false });
+  }
+  function drawCanvas() {
+    const { problems } = allProblems();
+    canvas.render(def, { problems: byBlock(problems), selected });
+  }
+
+  /** Everything that follows a change of `def`. */
+  function refresh({ from = null, form = false } = {}) {
+    if (from !== "json") doc.value = json(def);
+    drawCanvas();
+    renderProblems();
+    renderAgents();
+    renderChoices();
+    if (!inputsBox.contains(document.activeElement)) renderInputs();
+    if (form || !inspector.contains(document.activeElement)) renderForm();
+    undoBtn && (undoBtn.disabled = !hist.canUndo);
+    redoBtn && (redoBtn.disabled = !hist.canRedo);
+    if (rw) check();
+  }
+  function edit(mutator, { form = false, key = null, from = null } = {}) {
+    const d = structuredClone(def);
+    mutator(d);
+    def = d;
+    hist.push(json(def), key);
+    refresh({ from, form });
+  }
+  function travel(text) {
+    if (text === null) return;
+    def = JSON.parse(text);
+    refresh({ form: true });
+    ctx.say(hist.canUndo ? "Undone." : "Nothing more to undo.");
+  }
+
+  function rename(from, to) {
+    if (!to || to === from) return;
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(to) || to in blocksOf(def)) {
+      ctx.say(`Cannot rename to ${to}: ${to in blocksOf(def) ? "taken" : "use letters, digits, _ and -"}.`);
+      renderForm();
+      return;
+    }
+    edit((d) => {
+      const blocks = {};
+      for (const [k, v] of Object.entries(d.blocks)) blocks[k === from ? to : k] = k === from ? { ...v, id: to } : v;
+      for (const b of Object.values(blocks)) {
+        for (const e of exitsOf(b)) if (e.target && e.target.blockId === from) e.target.blockId = to;
+      }
+      d.blocks = blocks;
+      if (d.onboardingBlockId === from) d.onboardingBlockId = to;
+      const pos = d.meta && d.meta.positions;
+      if (pos && pos[from]) { pos[to] = pos[from]; delete pos[from]; }
+    }, { form: true });
+    selected = to;
+    renderForm();
+  }
+
+  function addBlock(type) {
+    const blocks = blocksOf(def);
+    let n = 1;
+    while (`${type}${n}` in blocks) n += 1;
+    const id = `${type}${n}`;
+    const pos = positionsOf(def);
+    const after = selected && pos[selected];
+    const at = after ? { x: after.x + NODE_W + 80, y: after.y }
+      : { x: 40 + Object.keys(blocks).length * (NODE_W + 80), y: 60 };
+    // Never on top of another block: step down until the place is free.
+    while (Object.values(pos).some((p) => Math.abs(p.x - at.x) < NODE_W && Math.abs(p.y - at.y) < 100)) at.y += 110;
+    edit((d) => {
+      d.blocks[id] = newBlock(type, id, schemas);
+      d.meta = { ...(d.meta || {}), positions: { ...pos, ...((d.meta || {}).positions || {}), [id]: at } };
+      if (!d.onboardingBlockId || !(d.onboardingBlockId in d.blocks)) d.onboardingBlockId = id;
+      // Added after a block that goes nowhere yet: it becomes that block's next block.
+      const prev = selected && d.blocks[selected];
+      if (prev && prev.type !== "return" && !prev.defaultOutput) prev.defaultOutput = { type: "block", blockId: id };
+    }, { form: true });
+    select(id);
+    ctx.say(`Added block ${id}.`);
+  }
+
+  // -- the shape check ----------------------------------------------------------------------
+  async function check() {
+    const seq = ++checkSeq;
+    try {
+      const res = await api("POST", "/definitions/check", def);
+      if (seq !== checkSeq) return;
+      serverProblems = res.problems;
+    } catch (err) {
+      if (seq !== checkSeq || !(err instanceof ApiError)) return;
+      serverProblems = err.problems.length ? err.problems : [{ path: "$", message: err.message }];
+    }
+    drawCanvas();
+    renderProblems();
+    if (!inspector.contains(document.activeElement)) renderForm();
+  }
+
+  // -- the JSON view ------------------------------------------------------------------------
+  let timer = null;
+  doc.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const [parsed, error] = parseJson(doc.value, "JSON");
+      if (error || typeof parsed !== "object" || Array.isArray(parsed) || parsed === null) {
+        serverProblems = [{ path: "$", message: error || "the definition must be a JSON object" }];
+        renderProblems();
+        return;
+      }
+      def = parsed;
+      if (!def.blocks || typeof def.blocks !== "object") def.blocks = {};
+      hist.push(json(def), "json");
+      refresh({ from: "json", form: true });
+    }, 250);
+  });
+  ctx.onLeave(() => clearTimeout(timer));
+
+  // -- agents configuration: visible only while enabledForAI is on -----------------------------
   const aiToggle = h("input", { type: "checkbox", name: "enabledForAI", checked: !!def.enabledForAI, disabled: !rw });
   const agents = h("fieldset", { class: "agents" });
   function renderAgents() {
@@ -71,70 +320,69 @@ export async function builderPage(ctx, toolId) {
     if (!def.enabledForAI) { agents.hidden = true; agents.replaceChildren(); return; }
     if (agents.contains(document.activeElement)) return;
     agents.hidden = false;
-    const edit = (key) => (ev) => { def[key] = ev.target.value || undefined; syncDoc(); };
+    const put = (key) => (ev) => edit((d) => { d[key] = ev.target.value || undefined; }, { key: `agents.${key}` });
     const inputs = Array.isArray(def.inputs) ? def.inputs : [];
     clear(agents,
       h("legend", {}, "Agents configuration"),
-      field("Slug", h("input", { type: "text", name: "slug", value: def.slug || "", readonly: !rw, oninput: edit("slug") }),
+      field("Slug", h("input", { type: "text", name: "slug", value: def.slug || "", readonly: !rw, oninput: put("slug") }),
         "The function name agents call: letters, digits, _ and -, up to 64."),
-      field("Description for agents", h("textarea", { name: "aiDescription", rows: 2, value: def.description || "", readonly: !rw, oninput: edit("description") }),
+      field("Description for agents", h("textarea", { name: "aiDescription", rows: 2, value: def.description || "", readonly: !rw, oninput: put("description") }),
         "Sent to the LLM; empty means the tool's description."),
-      field("Return description", h("textarea", { name: "returnDescription", rows: 2, value: def.returnDescription || "", readonly: !rw, oninput: edit("returnDescription") })),
+      field("Return description", h("textarea", { name: "returnDescription", rows: 2, value: def.returnDescription || "", readonly: !rw, oninput: put("returnDescription") })),
       inputs.map((inp, i) => field(`Description of input ${inp && inp.name}`,
         h("input", { type: "text", value: (inp && inp.description) || "", readonly: !rw,
-          oninput: (ev) => { def.inputs[i].description = ev.target.value || undefined; syncDoc(); } }))));
+          oninput: (ev) => edit((d) => { d.inputs[i].description = ev.target.value || undefined; }, { key: `agents.input.${i}` }) }))));
   }
-  aiToggle.addEventListener("change", () => { def.enabledForAI = aiToggle.checked; syncDoc(); });
+  aiToggle.addEventListener("change", () => edit((d) => { d.enabledForAI = aiToggle.checked; }));
 
-  // The test panel's block choices follow the document.
+  // -- declared inputs ------------------------------------------------------------------------
+  const inputsBox = h("div", { class: "inputs-box" });
+  function renderInputs() {
+    const inputs = Array.isArray(def.inputs) ? def.inputs : [];
+    const put = (fn) => edit((d) => { d.inputs = Array.isArray(d.inputs) ? d.inputs : []; fn(d.inputs); });
+    clear(inputsBox, inputs.length ? h("ul", { class: "inputs-list" }, inputs.map((inp, i) => h("li", {},
+      h("input", { type: "text", name: "inputName", value: (inp && inp.name) || "", readonly: !rw, "aria-label": `Name of input ${i + 1}`,
+        onchange: (ev) => put((xs) => { xs[i].name = ev.target.value; }) }),
+      h("select", { name: "inputType", disabled: !rw, "aria-label": `Type of input ${i + 1}`, onchange: (ev) => put((xs) => { xs[i].type = ev.target.value; }) },
+        ["string", "number", "boolean", "json"].map((t) => h("option", { value: t, selected: (inp && inp.type) === t }, t))),
+      rw ? button("Remove", () => put((xs) => { xs.splice(i, 1); }), { "aria-label": `Remove input ${inp && inp.name}` }) : null)))
+      : h("p", { class: "muted" }, "No inputs declared."),
+    rw ? field("New input name", h("input", { type: "text", name: "newInput", onkeydown: (ev) => {
+      if (ev.key !== "Enter" || !ev.target.value.trim()) return;
+      ev.preventDefault();
+      const n = ev.target.value.trim();
+      ev.target.blur();
+      put((xs) => { xs.push({ name: n, type: "string" }); });
+      inputsBox.querySelector("[name=newInput]").focus();
+    } }), "Press Enter to add it; blocks read it as {{name}}.") : null);
+  }
+
+  // -- the test panel's block choices follow the document ---------------------------------------
   const startBlock = h("select", { name: "startBlock" });
   const oneBlock = h("select", { name: "block" });
   function renderChoices() {
-    const ids = Object.keys((def && def.blocks) || {});
+    const ids = Object.keys(blocksOf(def));
     for (const [sel, first] of [[startBlock, def.onboardingBlockId], [oneBlock, null]]) {
       const keep = sel.value || first;
       sel.replaceChildren(...ids.map((id) => h("option", { value: id, selected: id === keep }, id)));
     }
   }
 
-  async function check() {
-    const seq = ++checkSeq;
-    try {
-      const res = await api("POST", "/definitions/check", def);
-      if (seq !== checkSeq) return;
-      problems = res.problems;
-    } catch (err) {
-      if (seq !== checkSeq || !(err instanceof ApiError)) return;
-      problems = err.problems.length ? err.problems : [{ path: "$", message: err.message }];
-    }
-    renderProblems();
-    draw(svg, def, problems);
-  }
-
-  function update() {
-    const [parsed, error] = parseJson(doc.value, "JSON");
-    if (error || typeof parsed !== "object" || Array.isArray(parsed) || parsed === null) {
-      problems = [{ path: "$", message: error || "the definition must be a JSON object" }];
-      renderProblems();
-      return;
-    }
-    def = parsed;
-    draw(svg, def, problems);
-    renderAgents();
-    renderChoices();
-    if (rw) check(); // the check is for whoever can edit; a viewer reads the drawing
-  }
-  function syncDoc() { doc.value = json(def); update(); }
-  let timer = null;
-  doc.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(update, 250); });
-  ctx.onLeave(() => clearTimeout(timer));
-
+  // -- save, publish, trash -------------------------------------------------------------------
   async function save() {
-    const [parsed, error] = parseJson(doc.value, "JSON");
-    if (error) throw new ApiError(400, { message: error, problems: [{ path: "$", message: error }] });
-    const saved = await api("PATCH", `/tools/${enc(toolId)}`, { name: name.value, description: description.value || null, definition: parsed });
+    let saved;
+    if (toolId === null) {
+      saved = await api("POST", "/tools", { name: name.value, description: description.value || null, definition: def });
+      toolId = saved.id;
+      // The address becomes the tool's without reloading the page (and its undo history).
+      history.replaceState(null, "", `#/tools/${enc(toolId)}`);
+    } else {
+      saved = await api("PATCH", `/tools/${enc(toolId)}`, { name: name.value, description: description.value || null, definition: def });
+    }
+    savedAs = snapshot();
     showState(saved);
     heading.textContent = saved.name;
+    if (saveBtn) saveBtn.textContent = "Save draft";
     return saved;
   }
   async function act(fn, done) {
@@ -142,18 +390,50 @@ export async function builderPage(ctx, toolId) {
     try { const r = await fn(); publishOut.replaceChildren(h("p", { class: "ok", role: "status" }, done(r))); }
     catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      if (err.problems.length) { problems = err.problems; renderProblems(); draw(svg, def, problems); }
+      if (err.problems.length) { serverProblems = err.problems; renderProblems(); drawCanvas(); }
       publishOut.replaceChildren(refusal(err));
     }
   }
+  async function trash() {
+    if (toolId === null) { savedAs = snapshot(); ctx.go("#/tools"); return; }
+    const { callers } = await api("GET", `/tools/${enc(toolId)}/callers`);
+    const ok = await confirmDialog({
+      title: `Move ${name.value} to the trash?`,
+      body: callers.length
+        ? [h("p", {}, "These published tools still call it, and will fail when they reach it:"),
+          h("ul", { "aria-label": "Callers" }, callers.map((c) => h("li", {}, `${c.name} (${c.id})`)))]
+        : [h("p", {}, "No published tool calls it. It stops running, and can be restored from the trash.")],
+      confirm: "Move to trash", danger: true });
+    if (ok === null) return;
+    await act(async () => { await api("DELETE", `/tools/${enc(toolId)}`); savedAs = snapshot(); ctx.go("#/trash"); }, () => "Moved to the trash.");
+  }
+  const undoBtn = rw ? button("Undo", () => travel(hist.undo()), { "aria-keyshortcuts": "Control+Z" }) : null;
+  const redoBtn = rw ? button("Redo", () => travel(hist.redo()), { "aria-keyshortcuts": "Control+Shift+Z" }) : null;
   const actions = rw ? h("div", { class: "actions" },
-    button("Save draft", () => act(save, () => "Draft saved.")),
+    undoBtn, redoBtn, saveBtn,
     button("Publish", () => act(async () => { await save(); return api("POST", `/tools/${enc(toolId)}/publish`); },
       (t) => { showState(t); return `Published as ${t.publishedTool ? t.publishedTool.id : t.publishedToolId}.`; }), { class: "primary" }),
-    button("Move to trash", () => act(async () => { await api("DELETE", `/tools/${enc(toolId)}`); ctx.go("#/trash"); }, () => "Moved to the trash."),
-      { class: "danger" })) : null;
+    button(isNew ? "Discard" : "Move to trash", trash, { class: "danger" })) : null;
 
-  // Test panel (runs the draft as typed, in the API process).
+  // Undo/redo from the keyboard, except inside a text field (which has its own undo).
+  const onKey = (ev) => {
+    if (!(ev.ctrlKey || ev.metaKey) || ev.altKey) return;
+    const t = ev.target;
+    if (t && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type !== "checkbox"))) return;
+    const k = ev.key.toLowerCase();
+    if (k === "z" && !ev.shiftKey) { ev.preventDefault(); travel(hist.undo()); }
+    else if ((k === "z" && ev.shiftKey) || k === "y") { ev.preventDefault(); travel(hist.redo()); }
+  };
+  if (rw) {
+    document.addEventListener("keydown", onKey);
+    ctx.onLeave(() => document.removeEventListener("keydown", onKey));
+    const onUnload = (ev) => { if (dirty()) { ev.preventDefault(); ev.returnValue = ""; } };
+    window.addEventListener("beforeunload", onUnload);
+    ctx.onLeave(() => window.removeEventListener("beforeunload", onUnload));
+    ctx.guard && ctx.guard(() => (dirty() ? `${name.value} has unsaved changes. Leave and lose them?` : null));
+  }
+
+  // -- test panel (runs the draft as it is, in the API process) --------------------------------
   let testPanel = null;
   if (rw) {
     const inputs = h("textarea", { name: "inputs", class: "code", rows: 3, value: "{}" });
@@ -180,31 +460,42 @@ export async function builderPage(ctx, toolId) {
         h("div", {}, field("Start block", startBlock), field("Inputs (JSON)", inputs),
           button("Run flow", withJson(inputs, "Inputs", (v) => run("/tools/test-flow", { definition: def, startBlockId: startBlock.value || null, inputs: v })))),
         h("div", {}, field("Block to test", oneBlock), field("Variables (JSON)", variables),
-          button("Test block", withJson(variables, "Variables", (v) => run("/tools/test-block", { block: (def.blocks || {})[oneBlock.value] || {}, variables: v }))))),
+          button("Test block", withJson(variables, "Variables", (v) => run("/tools/test-block", { block: blocksOf(def)[oneBlock.value] || {}, variables: v }))))),
       out);
   }
 
-  let days = null;
-  try { days = (await api("GET", `/tools/${enc(toolId)}/daily`)).days; } catch { days = null; }
+  const days = isNew ? null : await optional(api("GET", `/tools/${enc(toolId)}/daily`).then((r) => r.days), null);
 
-  const page = h("article", { "aria-labelledby": "tool-h" },
+  const palette = rw ? h("section", { class: "palette", "aria-labelledby": "palette-h" },
+    h("h2", { id: "palette-h" }, "Add block"),
+    h("ul", {}, TYPES.map((t) => h("li", {}, button(`+ ${TYPE_NAMES[t]}`, () => addBlock(t), { "aria-label": `Add ${t} block`, "data-type": t }))))) : null;
+  const tools_ = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
+    button("Zoom in", () => canvas.zoom(1)), button("Zoom out", () => canvas.zoom(-1)), button("Reset zoom", () => canvas.zoom(0)),
+    rw ? button("Layout", () => edit((d) => { d.meta = { ...(d.meta || {}), positions: autoLayout(d) }; })) : null);
+
+  const page = h("article", { "aria-labelledby": "tool-h", class: "builder" },
     h("div", { class: "bar" }, heading, actions),
     state, publishOut,
     h("section", { class: "card", "aria-label": "Name and description" },
       field("Name", name), field("Description", description)),
+    h("div", { class: "workbench" },
+      h("section", { class: "board", "aria-labelledby": "draw-h" }, h("h2", { id: "draw-h" }, "Flow"), tools_, canvasBox,
+        h("p", { class: "hint" }, rw ? "Drag a block to move it, drag from a block's right-hand dot to another block to connect, drag the background to pan, Ctrl+wheel to zoom. Select an edge or block and press Delete to remove it."
+          : "Read-only: a viewer key cannot change tools.")),
+      h("aside", { class: "side", "aria-label": "Palette and block" }, palette, inspector)),
     h("div", { class: "editor" },
       h("section", { "aria-labelledby": "def-h" }, h("h2", { id: "def-h" }, "Definition"),
-        field("Definition (JSON)", doc, rw ? "Edit the JSON; problems and the drawing follow as you type."
+        field("Definition (JSON)", doc, rw ? "The same definition as the canvas: edit either, the other follows."
           : "Read-only: a viewer key cannot change tools.")),
       h("div", { class: "side" }, rw ? problemsBox : null,
+        h("section", { "aria-labelledby": "inputs-h" }, h("h2", { id: "inputs-h" }, "Inputs"), inputsBox),
         h("section", { "aria-labelledby": "ai-h" }, h("h2", { id: "ai-h" }, "AI agents"),
           rw ? h("div", { class: "check" }, aiToggle, h("label", { for: aiToggle.id || (aiToggle.id = "enabled-ai") }, "Enabled for AI agents"))
             : h("p", {}, def.enabledForAI ? "Enabled for AI agents." : "Not enabled for AI agents."),
           agents))),
-    h("section", { "aria-labelledby": "draw-h" }, h("h2", { id: "draw-h" }, "Flow"),
-      h("div", { class: "drawing" }, svg)),
     testPanel,
     days ? h("section", { "aria-labelledby": "days-h" }, h("h2", { id: "days-h" }, "Last seven days"), chart(days)) : null);
-  update();
+  // The canvas measures itself, so it is drawn once the page is in the document.
+  ctx.afterMount(() => refresh({ form: true }));
   return page;
 }

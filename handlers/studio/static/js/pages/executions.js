@@ -1,5 +1,6 @@
 // Executions in flight (with cancel) and one execution's replayed event log.
 import { api, ApiError } from "../api.js";
+import { confirmDialog } from "../dialog.js";
 import { button, h, table } from "../dom.js";
 import { timeline } from "../timeline.js";
 import { refusal } from "./tools.js";
@@ -21,8 +22,12 @@ export async function executionsPage(ctx) {
       h("td", { class: "num" }, `${(r.ageMs / 1000).toFixed(1)} s`),
       h("td", {}, r.contactId),
       ctx.canWrite ? h("td", {}, button("Cancel", async () => {
+        const reason = await confirmDialog({ title: `Cancel ${r.executionId}?`, confirm: "Cancel execution", danger: true,
+          reason: "Reason (the caller receives it)",
+          body: [h("p", {}, `The run of ${named(r.tool)} stops, with every tool it called; its caller gets an execution_cancelled error.`)] });
+        if (reason === null) return;
         try {
-          await api("POST", `/executions/${enc(r.executionId)}/cancel`);
+          await api("POST", `/executions/${enc(r.executionId)}/cancel`, { reason });
           out.replaceChildren(h("p", { class: "ok" }, `Cancelled ${r.executionId}.`));
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;

@@ -1,6 +1,7 @@
 // Integration servers (usedBy, metrics, endpoints, headers with write-only secrets, OpenAPI
 // import, endpoint test) and LLM credentials (keys shown masked, as the API sends them).
 import { api, ApiError } from "../api.js";
+import { confirmDialog } from "../dialog.js";
 import { button, field, h, json, table } from "../dom.js";
 import { refusal } from "./tools.js";
 
@@ -62,14 +63,22 @@ export async function serverPage(ctx, serverId) {
     h("td", {}, hd.secret ? "•••••••• (secret, write-only)" : hd.value)));
   const epRows = (srv.endpoints || []).map((ep) => h("tr", {},
     h("th", { scope: "row" }, ep.name), h("td", {}, ep.method), h("td", {}, h("code", {}, ep.path)),
-    ctx.canWrite ? h("td", {}, button("Test", () => guarded(out, async () => {
-      const res = await api("POST", `/integration-servers/${enc(serverId)}/endpoints/${enc(ep.id)}/test`, { paramMappings: [], variables: {} });
-      out.replaceChildren(h("section", { "aria-label": `Test of ${ep.name}` }, h("h3", {}, `Test of ${ep.name}`), h("pre", {}, json(res))));
-    }), { "aria-label": `Test ${ep.name}` })) : null));
+    ctx.canWrite ? h("td", {}, button("Test", () => out.replaceChildren(endpointTest(serverId, ep, out)),
+      { "aria-label": `Test ${ep.name}` })) : null));
   const epHeaders = ["Name", "Method", "Path"];
   if (ctx.canWrite) epHeaders.push("Actions");
+  const users = srv.usedBy || [];
+  const remove = ctx.canWrite ? button("Delete server", async () => {
+    const ok = await confirmDialog({ title: `Delete ${srv.name}?`, confirm: "Delete server", danger: true,
+      body: users.length
+        ? [h("p", {}, "These tools call it; deleting is refused while they do. Change them first:"),
+          h("ul", { "aria-label": "Tools using it" }, users.map((u) => h("li", {}, `${u.name || u.toolId}${u.toolId ? ` (${u.toolId})` : ""}`)))]
+        : [h("p", {}, "No tool uses it. Its endpoints and headers go with it.")] });
+    if (ok === null) return;
+    await guarded(out, async () => { await api("DELETE", `/integration-servers/${enc(serverId)}`); ctx.go("#/servers"); });
+  }, { class: "danger" }) : null;
   const parts = [
-    h("h1", { id: "one-srv-h" }, srv.name),
+    h("div", { class: "bar" }, h("h1", { id: "one-srv-h" }, srv.name), remove),
     h("p", { class: "muted" }, srv.baseUrl, " · used by ", (srv.usedBy || []).map((u) => u.name || u.toolId).join(", ") || "no tool"),
     out,
     h("h2", {}, "Headers"),
@@ -103,4 +112,35 @@ export async function serverPage(ctx, serverId) {
       })));
   }
   return h("article", { "aria-labelledby": "one-srv-h" }, parts);
+}
+
+/** An endpoint's Test: a field per param and the variables its body template reads, then the
+ * answer as status, call and body (JSON indented). */
+function endpointTest(serverId, ep, out) {
+  const params = (ep.params || []).map((p) => [p, h("input", { type: "text", name: p.name, placeholder: p.description || "" })]);
+  const reads = [...new Set([...JSON.stringify(ep.bodyTemplate ?? "").matchAll(/\{\{\s*([A-Za-z_]\w*)/g)].map((m) => m[1]))];
+  const variables = h("textarea", { name: "variables", class: "code", rows: 3, value: json(Object.fromEntries(reads.map((r) => [r, ""]))) });
+  const result = h("div", { "aria-live": "polite" });
+  const run = () => guarded(result, async () => {
+    let vars;
+    try { vars = JSON.parse(variables.value || "{}"); } catch (err) {
+      result.replaceChildren(h("p", { class: "error", role: "alert" }, `Variables: ${err.message}`));
+      return;
+    }
+    const paramMappings = params.filter(([, input]) => input.value !== "").map(([p, input]) => ({ name: p.name, in: p.in, value: input.value }));
+    result.replaceChildren(h("p", {}, "Calling…"));
+    const res = await api("POST", `/integration-servers/${enc(serverId)}/endpoints/${enc(ep.id)}/test`, { paramMappings, variables: vars });
+    let body = res.body;
+    if (typeof body === "string") { try { body = JSON.parse(body); } catch { /* not JSON: shown as text */ } }
+    result.replaceChildren(h("dl", { class: "kv-list" },
+      h("div", { class: "kv" }, h("dt", {}, "Status"), h("dd", { class: res.ok ? "ok" : "error" }, `Status ${res.status ?? "—"}${res.error ? ` · ${res.error.code}: ${res.error.message}` : ""}`)),
+      h("div", { class: "kv" }, h("dt", {}, "Call"), h("dd", {}, `${res.method} ${res.url}`)),
+      h("div", { class: "kv" }, h("dt", {}, "Duration"), h("dd", {}, `${res.durationMs ?? "—"} ms`)),
+      h("div", { class: "kv" }, h("dt", {}, "Body"), h("dd", {}, h("pre", {}, typeof body === "string" ? body : json(body))))));
+  });
+  const byIn = (where) => params.filter(([p]) => p.in === where).map(([p, input]) => field(`${p.name} (${where})${p.required ? " *" : ""}`, input, p.description));
+  return h("section", { class: "card", "aria-label": `Test of ${ep.name}` }, h("h3", {}, `Test of ${ep.name}: ${ep.method} ${ep.path}`),
+    params.length ? [byIn("route"), byIn("query"), byIn("body")] : h("p", { class: "muted" }, "This endpoint declares no parameters."),
+    field("Variables (JSON)", variables, reads.length ? `The body template reads: ${reads.join(", ")}.` : "Values for {{variables}} in the parameters."),
+    button("Run test", run, { class: "primary" }), result);
 }

@@ -1,5 +1,6 @@
 // The tools list (with search) and the trash (restore, delete for good).
 import { api, ApiError } from "../api.js";
+import { confirmDialog } from "../dialog.js";
 import { button, field, h, pct, table, when } from "../dom.js";
 
 function statusOf(tool) { return tool.status || (tool.publishedToolId ? "published" : "draft"); }
@@ -23,8 +24,9 @@ export async function toolsPage(ctx) {
       h("th", { scope: "row" }, h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name)),
       h("td", {}, statusOf(t)),
       h("td", { class: "num" }, String(m.runs7d ?? 0)),
-      h("td", { class: "num" }, String(m.avgMs ?? 0)),
-      h("td", { class: "num" }, pct(m.successRate)),
+      // No runs: no duration and no rate, rather than a 0 that reads as a measurement.
+      h("td", { class: "num" }, m.runs7d ? String(m.avgMs ?? "—") : "—"),
+      h("td", { class: "num" }, m.runs7d ? pct(m.successRate) : "—"),
       h("td", {}, t.enabledForAI ? "AI" : "—"),
       h("td", {}, when(t.updatedAt || t.createdAt)));
     tr.dataset.search = `${t.name} ${t.id} ${t.description || ""} ${t.slug || ""}`.toLowerCase();
@@ -37,9 +39,11 @@ export async function toolsPage(ctx) {
     for (const tr of rows) { tr.hidden = q !== "" && !tr.dataset.search.includes(q); if (!tr.hidden) shown += 1; }
     count.textContent = `${shown} of ${rows.length} tool(s)`;
   });
+  // Nothing is created until the builder's first save: an abandoned attempt leaves no row.
   const create = ctx.canWrite ? button("New tool", async () => {
-    const tool = await api("POST", "/tools", { name: "New tool" });
-    ctx.go(`#/tools/${encodeURIComponent(tool.id)}`);
+    const name = await confirmDialog({ title: "New tool", reason: "Tool name", confirm: "Create",
+      body: [h("p", {}, "It is saved when you first press Save.")] });
+    if (name) ctx.go(`#/new/${encodeURIComponent(name)}`);
   }) : null;
   return h("section", { "aria-labelledby": "tools-h" },
     h("div", { class: "bar" }, h("h1", { id: "tools-h" }, "Tools"), create),

@@ -1,0 +1,218 @@
+// The canvas: a definition's blocks as nodes at meta.positions, drawn and edited with Drawflow
+// (vendor/drawflow, loaded as a classic script: it sets globalThis.Drawflow), laid out with dagre.
+// The definition stays the only truth: every render clears the editor and draws it again, and
+// what the mouse or keyboard does comes back as callbacks the caller applies to the definition.
+// Reused read-only by the run page: createCanvas(el, { editable: false }).render(def, { status, path }).
+import { layout as dagreLayout, graphlib } from "../vendor/dagre/dagre.esm.js";
+import { h } from "./dom.js";
+import { blocksOf, exitsOf, targetBlock } from "./graph.js";
+
+export const NODE_W = 200, NODE_H = 70;
+const SVG = "http://www.w3.org/2000/svg";
+
+/** Top-left positions for every block, by dagre (left to right), ignoring kept positions. */
+export function autoLayout(def) {
+  const blocks = blocksOf(def);
+  const g = new graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 50, ranksep: 150, marginx: 30, marginy: 30 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const id of Object.keys(blocks)) g.setNode(id, { width: NODE_W, height: NODE_H });
+  for (const [id, b] of Object.entries(blocks)) {
+    for (const e of exitsOf(b)) {
+      const to = targetBlock(e.target);
+      if (to in blocks) g.setEdge(id, to);
+    }
+  }
+  dagreLayout(g);
+  const out = {};
+  for (const id of g.nodes()) {
+    const n = g.node(id);
+    out[id] = { x: Math.round(n.x - NODE_W / 2), y: Math.round(n.y - NODE_H / 2) };
+  }
+  return out;
+}
+
+/** Kept positions (meta.positions), with a layout for the blocks that have none. */
+export function positionsOf(def) {
+  const kept = (def && def.meta && typeof def.meta.positions === "object" && def.meta.positions) || {};
+  const ids = Object.keys(blocksOf(def));
+  const good = (p) => p && Number.isFinite(p.x) && Number.isFinite(p.y);
+  if (ids.every((id) => good(kept[id]))) return Object.fromEntries(ids.map((id) => [id, kept[id]]));
+  const auto = autoLayout(def);
+  return Object.fromEntries(ids.map((id) => [id, good(kept[id]) ? kept[id] : auto[id]]));
+}
+
+function exitName(target) {
+  if (!target || typeof target !== "object") return "no next block";
+  if (target.type === "block") return `missing block ${target.blockId}`;
+  return String(target.type || "?");
+}
+
+/**
+ * createCanvas(container, options) → { render(def, overlay), layout(), zoom(dir), destroy() }
+ * options: editable; onSelect(blockId|null); onConnect(fromId, port, target);
+ * onDisconnect(fromId, port); onMove(blockId, {x, y}); onDelete(blockId).
+ * overlay: problems (Map blockId → messages), selected, status ({blockId: {status, ms}}), path ([blockIds]).
+ */
+export function createCanvas(container, options = {}) {
+  const Drawflow = globalThis.Drawflow;
+  const surface = h("div", { class: "canvas-surface" });
+  container.replaceChildren(surface);
+  const editor = new Drawflow(surface);
+  editor.reroute = false;
+  editor.editor_mode = options.editable ? "edit" : "view";
+  editor.zoom_min = 0.3;
+  editor.force_first_input = true; // a connection dropped anywhere on a node connects to it
+  editor.start();
+
+  let rendering = false;
+  let byNode = {}; // Drawflow node id → {block} or {exit: target}
+  let byBlock = {};
+  const quiet = (fn) => (...args) => { if (!rendering) fn(...args); };
+  const port = (cls) => Number(String(cls).replace("output_", "")) - 1;
+
+  editor.on("connectionCreated", quiet((c) => {
+    const from = byNode[c.output_id], to = byNode[c.input_id];
+    if (!from || !to || !from.block) return;
+    const target = to.block ? { type: "block", blockId: to.block } : to.exit;
+    options.onConnect && options.onConnect(from.block, port(c.output_class), target);
+  }));
+  editor.on("connectionRemoved", quiet((c) => {
+    const from = byNode[c.output_id];
+    if (from && from.block && options.onDisconnect) options.onDisconnect(from.block, port(c.output_class));
+  }));
+  editor.on("nodeMoved", quiet((nid) => {
+    const n = editor.getNodeFromId(nid), at = byNode[nid];
+    if (at && at.block && options.onMove) options.onMove(at.block, { x: Math.round(n.pos_x), y: Math.round(n.pos_y) });
+  }));
+  editor.on("nodeRemoved", quiet((nid) => {
+    const at = byNode[nid];
+    if (at && at.block && options.onDelete) options.onDelete(at.block);
+  }));
+
+  function label(conn, text, key) {
+    const path = conn.querySelector("path");
+    if (!path) return;
+    path.id = key;
+    const t = document.createElementNS(SVG, "text");
+    t.setAttribute("class", "edge-label");
+    t.setAttribute("dy", "-4");
+    const tp = document.createElementNS(SVG, "textPath");
+    tp.setAttribute("href", `#${key}`);
+    tp.setAttribute("startOffset", "50%");
+    tp.setAttribute("text-anchor", "middle");
+    tp.textContent = text;
+    t.append(tp);
+    conn.append(t);
+  }
+
+  function render(def, overlay = {}) {
+    rendering = true;
+    try {
+      editor.clear();
+      editor.node_selected = null; // the old elements are gone; Delete must not reach them
+      editor.connection_selected = null;
+      byNode = {};
+      byBlock = {};
+      const blocks = blocksOf(def);
+      const pos = positionsOf(def);
+      const problems = overlay.problems || new Map();
+      const status = overlay.status || {};
+      for (const [id, b] of Object.entries(blocks)) {
+        const outs = exitsOf(b);
+        const p = pos[id];
+        const type = String((b && b.type) || "?");
+        const start = def.onboardingBlockId === id;
+        const nid = editor.addNode(type, 1, outs.length, p.x, p.y, `block type-${type}`, {}, "", false);
+        byNode[nid] = { block: id };
+        byBlock[id] = nid;
+        const el = surface.querySelector(`#node-${nid}`);
+        const bad = problems.get(id) || [];
+        const st = status[id];
+        const name = `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${st.status}` : ""}`;
+        el.setAttribute("data-block", id);
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("role", "button");
+        el.setAttribute("aria-label", name);
+        if (start) el.classList.add("start");
+        if (bad.length) el.classList.add("problem");
+        if (overlay.selected === id) el.classList.add("chosen");
+        if (st) el.classList.add(`status-${st.status}`);
+        el.querySelector(".drawflow_content_node").append(...[
+          h("span", { class: "node-title" }, `${start ? "▶ " : ""}${(b && b.title) || id}`),
+          h("span", { class: "node-type" }, (b && b.title) ? `${type} · ${id}` : type),
+          st && st.ms !== undefined ? h("span", { class: "node-ms" }, `${st.ms} ms`) : null,
+          bad.length ? h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, String(bad.length)) : null,
+        ].filter(Boolean));
+        outs.forEach((o, i) => {
+          const out = el.querySelector(`.output_${i + 1}`);
+          if (out) { out.setAttribute("data-label", o.label); out.setAttribute("title", `${o.label}: drag to the next block`); }
+        });
+        el.addEventListener("click", (ev) => {
+          if (!ev.target.classList.contains("output") && options.onSelect) options.onSelect(id);
+        });
+        el.addEventListener("keydown", (ev) => {
+          if (ev.target !== el) return;
+          if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); options.onSelect && options.onSelect(id); }
+          if (options.editable && ev.key === "Delete" && options.onDelete) { ev.preventDefault(); options.onDelete(id); }
+        });
+      }
+      // Exits: every target that is not a block of this tool is a terminal node.
+      const taken = Object.values(pos).map((q) => ({ ...q }));
+      for (const [id, b] of Object.entries(blocks)) {
+        exitsOf(b).forEach((o, i) => {
+          const to = targetBlock(o.target);
+          if (to in blocks) {
+            editor.addConnection(byBlock[id], byBlock[to], `output_${i + 1}`, "input_1");
+            return;
+          }
+          const p = pos[id];
+          const at = { x: p.x + NODE_W + 70, y: p.y + i * (NODE_H - 10) };
+          // An exit never covers a block or another exit: it steps down until the place is free.
+          while (taken.some((q) => Math.abs(q.x - at.x) < NODE_W && Math.abs(q.y - at.y) < NODE_H)) at.y += NODE_H + 10;
+          taken.push(at);
+          const nid = editor.addNode("exit", 1, 0, at.x, at.y, "exit", {}, "", false);
+          byNode[nid] = { exit: o.target && o.target.type !== "block" ? o.target : null };
+          const el = surface.querySelector(`#node-${nid}`);
+          const name = exitName(o.target);
+          el.setAttribute("data-exit", name);
+          el.setAttribute("aria-label", `exit: ${name}`);
+          el.querySelector(".drawflow_content_node").append(h("span", { class: "node-title" }, "exit"), h("span", { class: "node-type" }, name));
+          editor.addConnection(byBlock[id], nid, `output_${i + 1}`, "input_1");
+        });
+      }
+      const path = overlay.path || [];
+      for (const conn of surface.querySelectorAll("svg.connection")) {
+        const outId = [...conn.classList].find((c) => c.startsWith("node_out_node-")).slice(14);
+        const inId = [...conn.classList].find((c) => c.startsWith("node_in_node-")).slice(13);
+        const outCls = [...conn.classList].find((c) => c.startsWith("output_"));
+        const from = byNode[outId] && byNode[outId].block;
+        const o = exitsOf(blocks[from])[port(outCls)];
+        if (!o) continue;
+        conn.setAttribute("data-from", from);
+        conn.setAttribute("data-to", (byNode[inId] && byNode[inId].block) || "exit");
+        conn.setAttribute("data-label", o.label);
+        if (o.port === 0) conn.classList.add("default");
+        const i = path.indexOf(from);
+        if (i >= 0 && path[i + 1] === (byNode[inId] && byNode[inId].block)) conn.classList.add("on-path");
+        label(conn, o.label, `edge-${outId}-${outCls}`);
+      }
+    } finally {
+      rendering = false;
+    }
+  }
+
+  return {
+    render,
+    zoom(dir) { if (dir > 0) editor.zoom_in(); else if (dir < 0) editor.zoom_out(); else editor.zoom_reset(); },
+    destroy() { editor.clear(); container.replaceChildren(); },
+    editor,
+  };
+}
+
+/** A read-only drawing, e.g. for a run: status per block ({ok|error, ms}) and the path taken. */
+export function showRun(container, def, status = {}, path = []) {
+  const c = createCanvas(container, { editable: false });
+  c.render(def, { status, path });
+  return c;
+}

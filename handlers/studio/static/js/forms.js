@@ -1,0 +1,338 @@
+// A block's form, made from the JSON Schema validation uses (GET /api/definitions/schema): one
+// labelled control per field, named by the field. Fields that depend on another (callAI's
+// capability, fetchMedia's mode) follow it; callTool and callEndpoint pick from the registry;
+// conditions and the next block are edited here too, so the builder works without a mouse.
+import { button, field, h, id as uid } from "./dom.js";
+import { blocksOf, exitsOf, variablesFor } from "./graph.js";
+
+const SKIP = new Set(["type", "id", "title", "outputConditions", "defaultOutput"]); // drawn apart
+const LAST = ["onError", "errorVariable"];
+const LABELS = { url: "URL", timeoutMs: "Timeout (ms)", llmCredentialId: "LLM credential", serverId: "Server",
+  endpointId: "Endpoint", toolId: "Tool", publishedToolId: "Published tool id", source: "Script (JavaScript)",
+  value: "Value", onError: "On error", maxTokens: "Max tokens", maxPages: "Max pages", body: "Body",
+  headers: "Headers (JSON object)", inputVariables: "Input variables", paramMappings: "Parameters" };
+/** Fields where {{variable}} is interpolated: they get an "Insert variable" helper. */
+const INTERPOLATED = new Set(["url", "body", "value", "prompt", "systemPrompt", "userPrompt", "authHeader", "headers"]);
+/** Fields that name a variable the block reads: they get the variable list as suggestions. */
+const READ_NAMES = new Set(["inputVariable", "mimeTypeVariable", "mediaIdVariable", "urlVariable"]);
+const LONG = new Set(["body", "value", "prompt", "systemPrompt", "userPrompt"]);
+export const ENDS = [["endAttendance", "End the tool (endAttendance)"]];
+
+export function labelOf(name) {
+  return LABELS[name] || name.replace(/([A-Z])/g, " $1").replace(/^./, (c) => c.toUpperCase()).replace(/ ([A-Z])/g, (m, c) => ` ${c.toLowerCase()}`);
+}
+
+/** {type, enum, nullable, items} of a property, with anyOf [X, null] unwrapped. */
+export function kindOf(prop, defs) {
+  let p = prop || {};
+  let nullable = false;
+  if (Array.isArray(p.anyOf)) {
+    const real = p.anyOf.filter((x) => x.type !== "null");
+    nullable = real.length < p.anyOf.length;
+    p = real[0] || {};
+  }
+  if (p.$ref) p = defs[p.$ref.split("/").pop()] || {};
+  return { type: p.type || (p.enum ? "string" : "string"), enum: p.enum, nullable, items: p.items, default: prop && prop.default };
+}
+
+/** Fields shown for the block's current values, in form order. */
+export function visibleFields(schema, dependsOn, block) {
+  const props = Object.keys(schema.properties || {}).filter((f) => !SKIP.has(f));
+  const hidden = new Set();
+  for (const [ctrl, byValue] of Object.entries(dependsOn || {})) {
+    const all = new Set(Object.values(byValue).flat());
+    const shown = new Set(byValue[block[ctrl]] || []);
+    for (const f of all) if (!shown.has(f)) hidden.add(f);
+  }
+  const first = props.filter((f) => !LAST.includes(f) && !hidden.has(f));
+  return [...first, ...LAST.filter((f) => props.includes(f))];
+}
+
+/** A new block of `type` with every required field set to a valid empty value. */
+export function newBlock(type, blockId, schemas) {
+  const schema = schemas.blocks[type];
+  const block = { type, id: blockId, title: "" };
+  for (const f of schema.required || []) {
+    if (f in block || SKIP.has(f)) continue;
+    const k = kindOf(schema.properties[f], schema.$defs || {});
+    block[f] = k.enum ? (k.default ?? k.enum[0]) : k.type === "integer" ? 1 : k.type === "array" ? [] : "";
+  }
+  if (type === "callAI") { block.capability = "generateText"; block.model = block.model || ""; block.userPrompt = ""; }
+  if (type === "fetchMedia") block.mode = "url";
+  delete block.title;
+  return block;
+}
+
+function targetValue(target) {
+  if (!target || typeof target !== "object") return "";
+  return target.type === "block" ? `block:${target.blockId}` : `end:${target.type}`;
+}
+
+function targetOf(value) {
+  if (!value) return undefined;
+  const [kind, rest] = [value.slice(0, value.indexOf(":")), value.slice(value.indexOf(":") + 1)];
+  return kind === "block" ? { type: "block", blockId: rest } : { type: rest };
+}
+
+/** A select of where to go next: the other blocks, or an end of the tool. */
+export function targetSelect(def, fromId, target, attrs, onchange) {
+  const current = targetValue(target);
+  const opts = [h("option", { value: "" }, "— choose —")];
+  for (const other of Object.keys(blocksOf(def))) {
+    if (other === fromId) continue;
+    const b = blocksOf(def)[other];
+    opts.push(h("option", { value: `block:${other}`, selected: current === `block:${other}` }, `Block ${other}${b && b.title ? ` (${b.title})` : ""}`));
+  }
+  const ends = [...ENDS];
+  if (current.startsWith("end:") && !ends.some(([t]) => `end:${t}` === current)) ends.push([current.slice(4), `End: ${current.slice(4)}`]);
+  for (const [t, text] of ends) opts.push(h("option", { value: `end:${t}`, selected: current === `end:${t}` }, text));
+  if (current.startsWith("block:") && !(current.slice(6) in blocksOf(def))) {
+    opts.push(h("option", { value: current, selected: true }, `Missing block ${current.slice(6)}`));
+  }
+  const sel = h("select", attrs, opts);
+  sel.addEventListener("change", () => onchange(targetOf(sel.value)));
+  return sel;
+}
+
+/** "Insert variable": puts {{name}} at the caret of `control`. */
+function inserter(control, names, onInsert) {
+  const sel = h("select", { class: "insert-var", "aria-label": `Insert variable into ${control.name}` },
+    h("option", { value: "" }, "{{…}} insert variable"), names.map((n) => h("option", { value: n }, `{{${n}}}`)));
+  sel.addEventListener("change", () => {
+    if (!sel.value) return;
+    const at = control.selectionStart ?? control.value.length;
+    const text = `{{${sel.value}}}`;
+    control.value = control.value.slice(0, at) + text + control.value.slice(control.selectionEnd ?? at);
+    sel.value = "";
+    onInsert(control.value);
+    control.focus();
+    control.setSelectionRange(at + text.length, at + text.length);
+  });
+  return sel;
+}
+
+/** A textarea with line numbers kept beside it (the script editor). */
+export function codeEditor(attrs, oninput) {
+  const area = h("textarea", { ...attrs, class: "code with-lines", spellcheck: "false", wrap: "off" });
+  const gutter = h("pre", { class: "gutter", "aria-hidden": "true" });
+  const lines = () => { gutter.textContent = Array.from({ length: area.value.split("\n").length }, (_, i) => i + 1).join("\n"); };
+  area.addEventListener("input", () => { lines(); oninput(area.value); });
+  area.addEventListener("scroll", () => { gutter.scrollTop = area.scrollTop; });
+  area.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Tab" || ev.shiftKey || ev.ctrlKey || ev.altKey) return; // Esc then Tab leaves the editor
+    if (area.dataset.escaped) { delete area.dataset.escaped; return; }
+    ev.preventDefault();
+    area.setRangeText("  ", area.selectionStart, area.selectionEnd, "end");
+    lines(); oninput(area.value);
+  });
+  area.addEventListener("keyup", (ev) => { if (ev.key === "Escape") area.dataset.escaped = "1"; });
+  lines();
+  return [area, h("div", { class: "code-editor" }, gutter, area)];
+}
+
+/**
+ * The form of block `blockId`. ctx: def, schemas, lookups {tools, servers, creds}, readonly,
+ * problems (Map field → messages), set(field, value, {coalesce}), edit(mutator), select(id).
+ */
+export function blockForm(ctx, blockId) {
+  const { def, schemas } = ctx;
+  const block = blocksOf(def)[blockId];
+  const type = block && block.type;
+  const schema = schemas.blocks[type];
+  const ro = ctx.readonly;
+  const bad = ctx.problems || new Map();
+  const vars = variablesFor(def, blockId);
+  const listId = uid("vars");
+  const parts = [h("datalist", { id: listId }, vars.map((v) => h("option", { value: v })))];
+  const mark = (control, name) => {
+    const msgs = bad.get(name);
+    if (msgs && msgs.length) {
+      control.setAttribute("aria-invalid", "true");
+      control.classList.add("invalid");
+    }
+    return msgs && msgs.length ? msgs.join("; ") : null;
+  };
+  const wrap = (label, control, name, hint, extra) => {
+    const msg = mark(control, name);
+    const f = field(label, control, msg || hint);
+    if (msg) f.classList.add("invalid");
+    if (extra) f.append(extra);
+    return f;
+  };
+
+  parts.push(wrap("Block id", h("input", { type: "text", name: "id", value: blockId, readonly: ro,
+    onchange: (ev) => ctx.rename(blockId, ev.target.value.trim()) }), "id", "Letters, digits, _ and -; references follow a rename."));
+  parts.push(wrap("Title", h("input", { type: "text", name: "title", value: block.title || "", readonly: ro,
+    oninput: (ev) => ctx.set(blockId, "title", ev.target.value || undefined) }), "title"));
+  const isStart = def.onboardingBlockId === blockId;
+  parts.push(h("p", { class: "start-line" }, isStart ? "▶ This is the start block." : "Not the start block. ",
+    !isStart && !ro ? button("Make this the start block", () => ctx.edit((d) => { d.onboardingBlockId = blockId; })) : null));
+  if (!schema) {
+    parts.push(h("p", { class: "warn" }, `Unknown block type ${type}: it fails only if reached. Edit it in the JSON.`));
+    return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
+  }
+
+  for (const name of visibleFields(schema, (schemas.dependsOn || {})[type], block)) {
+    const prop = schema.properties[name];
+    const k = kindOf(prop, schema.$defs || {});
+    const required = (schema.required || []).includes(name) || ((schemas.requiredByCapability || {})[block.capability] || []).includes(name) && type === "callAI";
+    const label = `${labelOf(name)}${required ? " *" : ""}`;
+    const value = block[name];
+    if (type === "callTool" && name === "toolId") { parts.push(toolPicker(ctx, blockId, block, wrap)); continue; }
+    if (type === "callTool" && name === "publishedToolId") continue;
+    if (type === "callEndpoint" && name === "serverId") { parts.push(endpointPicker(ctx, blockId, block, wrap)); continue; }
+    if (type === "callEndpoint" && name === "endpointId") continue;
+    if (type === "callAI" && name === "llmCredentialId") {
+      const sel = h("select", { name, disabled: ro }, h("option", { value: "" }, "— choose —"),
+        (ctx.lookups.creds || []).map((c) => h("option", { value: c.id, selected: c.id === value }, c.name)));
+      sel.addEventListener("change", () => ctx.set(blockId, name, sel.value));
+      parts.push(wrap(label, sel, name));
+      continue;
+    }
+    if (name === "inputVariables" || name === "paramMappings") { parts.push(mappings(ctx, blockId, name, block, wrap, vars)); continue; }
+    if (name === "source") {
+      const [area, box] = codeEditor({ name, rows: 10, readonly: ro, value: value || "" }, (v) => ctx.set(blockId, name, v, { coalesce: true }));
+      mark(area, name);
+      const f = field(label, area, bad.get(name) ? bad.get(name).join("; ") : "The script's return value is written to the output variable; the input variables are in `input`. Esc then Tab leaves the editor.");
+      f.replaceChild(box, area); // field() took the textarea out of its box: put it back
+      box.append(area);
+      parts.push(f);
+      continue;
+    }
+    let control;
+    if (k.enum) {
+      control = h("select", { name, disabled: ro },
+        k.nullable || !required ? h("option", { value: "" }, "— default —") : null,
+        k.enum.map((v) => h("option", { value: v, selected: (value ?? k.default) === v }, v)));
+      control.addEventListener("change", () => {
+        const deps = (schemas.dependsOn || {})[type] || {};
+        ctx.edit((d) => {
+          const b = d.blocks[blockId];
+          b[name] = control.value || undefined;
+          if (name in deps) for (const f of schema.required || []) if (b[f] === undefined) b[f] = "";
+        }, { form: name in deps });
+      });
+    } else if (k.type === "integer" || k.type === "number") {
+      control = h("input", { type: "number", name, value: value ?? "", min: 1, readonly: ro });
+      control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" ? undefined : Number(control.value), { coalesce: true }));
+    } else if (k.type === "boolean") {
+      control = h("input", { type: "checkbox", name, checked: !!value, disabled: ro });
+      control.addEventListener("change", () => ctx.set(blockId, name, control.checked));
+    } else if (k.type === "object" || k.type === "array") {
+      control = h("textarea", { name, class: "code", rows: 3, readonly: ro, value: value === undefined ? "" : JSON.stringify(value, null, 2) });
+      control.addEventListener("change", () => {
+        if (!control.value.trim()) return ctx.set(blockId, name, undefined);
+        try { ctx.set(blockId, name, JSON.parse(control.value)); control.setCustomValidity(""); } catch (err) { control.setCustomValidity(`Not JSON: ${err.message}`); control.reportValidity(); }
+      });
+    } else {
+      control = LONG.has(name) ? h("textarea", { name, rows: 3, readonly: ro, value: value ?? "" }) : h("input", { type: "text", name, value: value ?? "", readonly: ro });
+      if (READ_NAMES.has(name)) control.setAttribute("list", listId);
+      control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" && !required ? undefined : control.value, { coalesce: true }));
+    }
+    const extra = !ro && INTERPOLATED.has(name) && k.type === "string" ? inserter(control, vars, (v) => ctx.set(blockId, name, v)) : null;
+    parts.push(wrap(label, control, name, null, extra));
+  }
+
+  if (type !== "return") {
+    const next = targetSelect(def, blockId, block.defaultOutput, { name: "defaultOutput", disabled: ro },
+      (t) => ctx.set(blockId, "defaultOutput", t));
+    parts.push(wrap("Next block *", next, "defaultOutput", "Where the tool goes when no condition matches."));
+    parts.push(conditions(ctx, blockId, block, wrap, listId));
+  }
+  return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
+}
+
+function conditions(ctx, blockId, block, wrap, listId) {
+  const ro = ctx.readonly;
+  const conds = Array.isArray(block.outputConditions) ? block.outputConditions : [];
+  const ops = ctx.schemas.blocks.httpCall.$defs.ConditionRule.properties.operator.enum;
+  const edit = (fn) => ctx.edit((d) => { const b = d.blocks[blockId]; b.outputConditions = b.outputConditions || []; fn(b.outputConditions); }, { form: true });
+  const list = conds.map((c, i) => {
+    const rules = Array.isArray(c.rules) ? c.rules : [];
+    return h("fieldset", { class: "condition" }, h("legend", {}, `Condition ${c.id || i + 1}`),
+      wrap("Condition id", h("input", { type: "text", name: "id", value: c.id || "", readonly: ro,
+        onchange: (ev) => edit((cs) => { cs[i].id = ev.target.value; }) }), `outputConditions.${i}.id`),
+      wrap("Match", h("select", { name: "logic", disabled: ro, onchange: (ev) => edit((cs) => { cs[i].logic = ev.target.value; }) },
+        h("option", { value: "and", selected: c.logic !== "or" }, "all rules (and)"), h("option", { value: "or", selected: c.logic === "or" }, "any rule (or)")), `outputConditions.${i}.logic`),
+      rules.map((r, j) => h("div", { class: "rule", role: "group", "aria-label": `Rule ${j + 1}` },
+        wrap("Variable", h("input", { type: "text", name: "variable", list: listId, value: r.variable || "", readonly: ro,
+          onchange: (ev) => edit((cs) => { cs[i].rules[j].variable = ev.target.value; }) }), `outputConditions.${i}.rules.${j}.variable`),
+        wrap("Operator", h("select", { name: "operator", disabled: ro, onchange: (ev) => edit((cs) => { cs[i].rules[j].operator = ev.target.value; }) },
+          ops.map((o) => h("option", { value: o, selected: r.operator === o }, o))), `outputConditions.${i}.rules.${j}.operator`),
+        wrap("Compared value", h("input", { type: "text", name: "value", value: r.value ?? "", readonly: ro,
+          onchange: (ev) => edit((cs) => { cs[i].rules[j].value = ev.target.value || undefined; }) }), `outputConditions.${i}.rules.${j}.value`),
+        ro ? null : button("Remove rule", () => edit((cs) => { cs[i].rules.splice(j, 1); }), { "aria-label": `Remove rule ${j + 1} of ${c.id}` }))),
+      ro ? null : button("Add rule", () => edit((cs) => { cs[i].rules = [...(cs[i].rules || []), { variable: "", operator: "equals", value: "" }]; })),
+      wrap("Then go to", targetSelect(ctx.def, blockId, c.target, { name: "target", disabled: ro },
+        (t) => edit((cs) => { cs[i].target = t; })), `outputConditions.${i}.target`),
+      ro ? null : button("Remove condition", () => edit((cs) => { cs.splice(i, 1); }), { "aria-label": `Remove condition ${c.id}` }));
+  });
+  const add = ro ? null : button("Add condition", () => edit((cs) => {
+    const taken = new Set(cs.map((c) => c.id));
+    let n = cs.length + 1;
+    while (taken.has(`condition${n}`)) n += 1;
+    cs.push({ id: `condition${n}`, logic: "and", rules: [{ variable: "", operator: "equals", value: "" }], target: undefined });
+  }));
+  return h("section", { class: "conditions", "aria-label": "Conditions" }, h("h3", {}, "Conditions"),
+    conds.length ? null : h("p", { class: "muted" }, "None: the tool always goes to the next block."), list, add);
+}
+
+function mappings(ctx, blockId, name, block, wrap, vars) {
+  const ro = ctx.readonly;
+  const rows = Array.isArray(block[name]) ? block[name] : [];
+  const edit = (fn) => ctx.edit((d) => { const b = d.blocks[blockId]; b[name] = b[name] || []; fn(b[name]); }, { form: true });
+  const fixed = block.type !== "executeScript"; // callTool and callEndpoint map declared params
+  const items = rows.map((m, i) => {
+    const value = h("input", { type: "text", name: "value", value: m.value ?? "", readonly: ro,
+      "aria-label": `Value of ${m.name || `mapping ${i + 1}`}`, oninput: (ev) => ctx.edit((d) => { d.blocks[blockId][name][i].value = ev.target.value; }, { coalesce: `${blockId}.${name}.${i}` }) });
+    return h("li", { class: "mapping" },
+      fixed ? h("code", {}, `${m.name}${m.in ? ` (${m.in})` : ""}`) : h("input", { type: "text", name: "name", value: m.name || "", readonly: ro,
+        "aria-label": `Name of mapping ${i + 1}`, onchange: (ev) => edit((ms) => { ms[i].name = ev.target.value; }) }),
+      " = ", value, ro ? null : inserter(value, vars, (v) => ctx.edit((d) => { d.blocks[blockId][name][i].value = v; })),
+      !fixed && !ro ? button("Remove", () => edit((ms) => { ms.splice(i, 1); }), { "aria-label": `Remove mapping ${i + 1}` }) : null);
+  });
+  return h("fieldset", { class: "mappings" }, h("legend", {}, labelOf(name)),
+    items.length ? h("ul", {}, items) : h("p", { class: "muted" }, fixed ? "Nothing to map." : "No input variables."),
+    !fixed && !ro ? button("Add input variable", () => edit((ms) => { ms.push({ name: "", value: "" }); })) : null);
+}
+
+function toolPicker(ctx, blockId, block, wrap) {
+  const tools = (ctx.lookups.tools || []).filter((t) => t.publishedToolId || (t.publishedTool && t.publishedTool.id));
+  const sel = h("select", { name: "toolId", disabled: ctx.readonly }, h("option", { value: "" }, "— choose a published tool —"),
+    tools.map((t) => h("option", { value: t.id, selected: t.id === block.toolId }, t.name)));
+  sel.addEventListener("change", async () => {
+    const t = tools.find((x) => x.id === sel.value);
+    const inputs = t ? await ctx.inputsOf(t.id) : [];
+    ctx.edit((d) => {
+      const b = d.blocks[blockId];
+      b.toolId = t ? t.id : "";
+      b.publishedToolId = t ? (t.publishedToolId || t.publishedTool.id) : "";
+      const old = Object.fromEntries((b.inputVariables || []).map((m) => [m.name, m.value]));
+      b.inputVariables = inputs.map((inp) => ({ name: inp.name, value: old[inp.name] ?? "" }));
+    }, { form: true });
+  });
+  return wrap("Tool *", sel, "toolId", "A published tool; its declared inputs are mapped below.");
+}
+
+function endpointPicker(ctx, blockId, block, wrap) {
+  const servers = ctx.lookups.servers || [];
+  const srv = servers.find((s) => s.id === block.serverId);
+  const sSel = h("select", { name: "serverId", disabled: ctx.readonly }, h("option", { value: "" }, "— choose a server —"),
+    servers.map((s) => h("option", { value: s.id, selected: s.id === block.serverId }, s.name)));
+  const eps = (srv && srv.endpoints) || [];
+  const eSel = h("select", { name: "endpointId", disabled: ctx.readonly }, h("option", { value: "" }, "— choose an endpoint —"),
+    eps.map((e) => h("option", { value: e.id, selected: e.id === block.endpointId }, `${e.method} ${e.path} (${e.name})`)));
+  sSel.addEventListener("change", () => ctx.edit((d) => { const b = d.blocks[blockId]; b.serverId = sSel.value; b.endpointId = ""; b.paramMappings = []; }, { form: true }));
+  eSel.addEventListener("change", () => {
+    const ep = eps.find((e) => e.id === eSel.value);
+    ctx.edit((d) => {
+      const b = d.blocks[blockId];
+      b.endpointId = eSel.value;
+      const old = Object.fromEntries((b.paramMappings || []).map((m) => [`${m.in}:${m.name}`, m.value]));
+      b.paramMappings = ((ep && ep.params) || []).map((p) => ({ name: p.name, in: p.in, value: old[`${p.in}:${p.name}`] ?? "" }));
+    }, { form: true });
+  });
+  return h("div", {}, wrap("Server *", sSel, "serverId"), wrap("Endpoint *", eSel, "endpointId"));
+}
+
+export { exitsOf };
