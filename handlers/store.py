@@ -19,6 +19,7 @@ import msgspec
 import structlog
 from redis.exceptions import NoScriptError
 
+from chatflow.runtime.limits import LOG_VALUE_MAX_BYTES, bounded_entry
 from chatflow.runtime.state import ExecState, StepOut, Transition, state_decoder, state_encoder
 from chatflow.schemas.wire import DeadLetter
 
@@ -168,7 +169,8 @@ class Coalescer:
 
 class Store:
     def __init__(self, client: Client, keys: Keys, *, state_ttl_s: int, dedup_ttl_s: int,
-                 marker_ttl_s: int, direct: bool = False, targets: Targets | None = None) -> None:
+                 marker_ttl_s: int, direct: bool = False, targets: Targets | None = None,
+                 log_value_max_bytes: int = LOG_VALUE_MAX_BYTES) -> None:
         """``direct``: emitted messages go straight to their public streams inside the
         commit script (one node: every key is reachable from one script); otherwise
         through the partition's outbox and the relay (Redis Cluster)."""
@@ -179,6 +181,7 @@ class Store:
         self.marker_ttl_s = marker_ttl_s
         self.direct = direct
         self.targets = targets or Targets(keys)
+        self.log_value_max_bytes = log_value_max_bytes  # each value an event-log entry keeps
         self._tools = Coalescer(self.get_tools)
 
     async def _execute(self, fill: Callable[[Any], None]) -> list[Any]:
@@ -377,7 +380,8 @@ class Store:
                 add(("step", steps_key, out.decode(), "", ""))
         self._emit_ops(t, n, key, add, redirect)
         for entry in t.log:
-            add(("log", key(k.events(n, entry.execId)), state_encoder.encode(entry).decode(),
+            logged = bounded_entry(entry, self.log_value_max_bytes)  # large values: size noted
+            add(("log", key(k.events(n, entry.execId)), state_encoder.encode(logged).decode(),
                  state_ttl, ""))
         if c.deadline is not None:
             add(("zadd", key(k.deadlines(n)), c.deadline[0], c.deadline[1], ""))
