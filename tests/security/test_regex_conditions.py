@@ -8,8 +8,13 @@ The texts stay under the 64 KiB default cap on a regex rule's text, so RE2 reall
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from chatflow.handlers.cli import main
 from chatflow.runtime.conditions import DEFAULT_MAX_TEXT_BYTES, compile_pattern, pick_target
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import BlockTarget, OutputCondition
@@ -124,3 +129,17 @@ async def test_publishing_a_backreference_is_refused_naming_its_path(api: Api) -
     body = await api.fails("POST", "/tools/t-re/publish", 400)
     paths = [p["path"] for p in body["problems"]]
     assert "definition.blocks.s.outputConditions.0.rules.0.value" in paths
+
+
+def test_publish_check_names_the_path_of_a_lookbehind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("CHATFLOW_REDIS_URL", raising=False)
+    block = script("s", "return 1", "v", to("r"), conditions=[regex_rule("r", "v", "(?<=a)b")])
+    path = tmp_path / "lookbehind.json"
+    path.write_text(json.dumps({"id": "pt-lb", "definition": tool("s", block, ret("r", "x"))}))
+
+    assert main(["publish", "--check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "definition.blocks.s.outputConditions.0.rules.0.value: RE2 cannot run this pattern" in err
