@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     # callAI share one pool). A block waiting for a free connection waits inside its own
     # timeout; slow endpoints at high rates need a bigger pool or more processes.
     http_max_connections: int = Field(default=100, ge=1)
+    # What one execution may store and how long a regex rule's text may be (runtime/limits.py,
+    # docs/security.md "What an execution stores"): over a cap is a block error (onError).
+    regex_max_text_bytes: int = Field(default=64 * 1024, ge=1)
+    script_result_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    variables_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    log_value_max_bytes: int = Field(default=16 * 1024, ge=256)  # longer: truncated, size noted
     # Ops (docs/operations.md): projections, source-stream retention, metrics endpoint.
     projections_enabled: bool = True
     executions_retention_s: int = Field(default=14 * 86_400, ge=0)  # MINID trim; 0 keeps all
@@ -178,6 +184,10 @@ class Settings(BaseSettings):
             max_depth=self.max_depth,
             max_invocations=self.max_invocations,
             http_timeout_ms=self.http_timeout_ms,
+            regex_max_text_bytes=self.regex_max_text_bytes,
+            script_result_max_bytes=self.script_result_max_bytes,
+            variables_max_bytes=self.variables_max_bytes,
+            log_value_max_bytes=self.log_value_max_bytes,
         )
 
     def egress_policy(self) -> EgressPolicy:

@@ -19,6 +19,7 @@ import msgspec
 import structlog
 from redis.exceptions import NoScriptError
 
+from chatflow.runtime.limits import LOG_VALUE_MAX_BYTES, bounded_entry
 from chatflow.runtime.state import (
     ExecState,
     StepOut,
@@ -185,7 +186,8 @@ class Coalescer:
 
 class Store:
     def __init__(self, client: Client, keys: Keys, *, state_ttl_s: int, dedup_ttl_s: int,
-                 marker_ttl_s: int, direct: bool = False, targets: Targets | None = None) -> None:
+                 marker_ttl_s: int, direct: bool = False, targets: Targets | None = None,
+                 log_value_max_bytes: int = LOG_VALUE_MAX_BYTES) -> None:
         """``direct``: emitted messages go straight to their public streams inside the
         commit script (one node: every key is reachable from one script); otherwise
         through the partition's outbox and the relay (Redis Cluster)."""
@@ -196,6 +198,7 @@ class Store:
         self.marker_ttl_s = marker_ttl_s
         self.direct = direct
         self.targets = targets or Targets(keys)
+        self.log_value_max_bytes = log_value_max_bytes  # each value an event-log entry keeps
         self._tools = Coalescer(self.get_tools)
 
     async def _execute(self, fill: Callable[[Any], None]) -> list[Any]:
@@ -450,7 +453,8 @@ class Store:
         if t is None or not t.log:
             return
         log_key = key(self.keys.log(c.partition, c.root_id))
-        line = encode_log(t.log).decode()
+        # Large values are kept truncated, with their size noted (CHATFLOW_LOG_VALUE_MAX_BYTES).
+        line = encode_log([bounded_entry(e, self.log_value_max_bytes) for e in t.log]).decode()
         if c.command_guard is not None:
             add(("logset", log_key, line, self.state_ttl_s, ""))
         else:

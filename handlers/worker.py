@@ -102,7 +102,8 @@ class Worker:
                            dedup_ttl_s=s.dedup_ttl_s, marker_ttl_s=s.marker_ttl_s,
                            direct=not s.redis_cluster,
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
-                                           s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s))
+                                           s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s),
+                           log_value_max_bytes=s.log_value_max_bytes)
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = s.outbound()

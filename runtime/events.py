@@ -127,6 +127,7 @@ def block_debug(
     matched: str | None,
     duration_ms: int,
     now: int,
+    condition_reason: str | None = None,
 ) -> Emit:
     event = ToolBlockDebugEvent(
         blockId=block_id,
@@ -141,6 +142,7 @@ def block_debug(
         result=detail.get("result"),
         error=error,
         matchedConditionId=matched,
+        conditionReason=condition_reason,
     )
     payload = msgspec.to_builtins(event)
     return debug_emit(state, "action_result", f"executeTool:{block_type}", payload, now)

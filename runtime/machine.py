@@ -287,10 +287,12 @@ class Machine:
 
     def _navigate(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
                   t: Transition) -> Transition:
+        notes: list[str] = []  # why regex rules were false other than by not matching
         target, matched = pick_target(block.outputConditions, block.defaultOutput,
-                                      state.variables, state.context)
+                                      state.variables, state.context,
+                                      max_text_bytes=self.limits.regex_max_text_bytes, notes=notes)
         nxt = target.blockId if target.type == "block" else f"@{target.type}"
-        self._log_block(state, block, outcome, matched, t, now, nxt)
+        self._log_block(state, block, outcome, matched, t, now, nxt, "; ".join(notes) or None)
         if target.type != "block":
             return self._finish(state, "", None, now, t)
         state.block = target.blockId or ""
@@ -298,7 +300,8 @@ class Machine:
         return self._continue(state, t)
 
     def _log_block(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome,
-                   matched: str | None, t: Transition, now: int, nxt: str | None = None) -> None:
+                   matched: str | None, t: Transition, now: int, nxt: str | None = None,
+                   reason: str | None = None) -> None:
         error = outcome.error
         t.log.append(LogEntry(
             "block", state.execId, now, blockId=block.id, blockType=block.type,
@@ -309,7 +312,7 @@ class Machine:
         if state.debug:
             t.emits.append(block_debug(state, block.id, block.type, outcome.debug,
                                        error.message if error else None, matched,
-                                       outcome.duration_ms, now))
+                                       outcome.duration_ms, now, reason))
 
     def _continue(self, state: ExecState, t: Transition) -> Transition:
         state.status = "running"

@@ -14,11 +14,14 @@ from pydantic import ValidationError
 from chatflow.schemas.definition import (
     SLUG_PATTERN,
     BlockTarget,
+    OutputCondition,
     ReturnBlock,
     ToolDefinition,
     UnknownBlock,
     format_validation_error,
 )
+
+from .conditions import regex_problem
 
 
 def parse_definition(data: Any) -> tuple[ToolDefinition | None, list[str]]:
@@ -50,6 +53,22 @@ def check_definition(d: ToolDefinition) -> list[str]:
         for path, target in targets:
             if target.type == "block" and target.blockId not in d.blocks:
                 problems.append(f"{path}.blockId: no block {target.blockId!r}")
+        problems += _regex_problems(f"blocks.{key}", block.outputConditions)
     if d.enabledForAI and not re.match(SLUG_PATTERN, d.slug or ""):
         problems.append(f"slug: {d.slug!r} must match {SLUG_PATTERN} when enabledForAI")
+    return problems
+
+
+def _regex_problems(path: str, conditions: list[OutputCondition]) -> list[str]:
+    """matchesRegex patterns RE2 cannot run. A pattern with a ``{{variable}}`` is known only
+    when the rule runs: there a refused one makes the rule false, with the reason."""
+    problems: list[str] = []
+    for i, condition in enumerate(conditions):
+        for j, rule in enumerate(condition.rules):
+            pattern = rule.value or ""
+            if rule.operator != "matchesRegex" or "{{" in pattern:
+                continue
+            problem = regex_problem(pattern)
+            if problem is not None:
+                problems.append(f"{path}.outputConditions.{i}.rules.{j}.value: {problem}")
     return problems

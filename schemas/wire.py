@@ -101,6 +101,9 @@ class ToolBlockDebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     result: Any = None
     error: str | None = None
     matchedConditionId: str | None = None
+    # Why a matchesRegex rule was false other than by not matching (a pattern RE2 refuses,
+    # a text over regex_max_text_bytes); absent when every rule was simply evaluated.
+    conditionReason: str | None = None
 
 
 class DebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -16,7 +16,7 @@ from .. import errors
 from ..definitions import DefinitionCache
 from ..errors import ToolFailure
 from ..interpolation import RenderTooLarge
-from ..limits import Limits
+from ..limits import Limits, variables_over
 from ..outbound import Outbound
 from ..outcome import BlockOutcome, SpawnChild
 from ..sandbox import ScriptSandbox
@@ -66,9 +66,23 @@ class BlockRunner:
 
     async def run(self, state: ExecState, block: RunnableBlock, now_ms: int) -> Result:
         try:
-            return await self._run(state, block, now_ms)
+            result = await self._run(state, block, now_ms)
         except RenderTooLarge as exc:
             return BlockOutcome(error=ToolFailure("render_too_large", str(exc)))
+        if isinstance(result, BlockOutcome):
+            return self._bounded(state, result)
+        return result
+
+    def _bounded(self, state: ExecState, outcome: BlockOutcome) -> BlockOutcome:
+        """``outcome``, or a variables_too_large error when its writes would take the
+        execution's variables over the cap; the block's outputs are then written empty, so
+        the state stays bounded whatever its onError does next."""
+        over = variables_over(state.variables, outcome.writes, self.limits.variables_max_bytes)
+        if over is None:
+            return outcome
+        # A block that already failed keeps its own error (the more useful fact).
+        return BlockOutcome(writes=dict.fromkeys(outcome.writes, ""), error=outcome.error or over,
+                            duration_ms=outcome.duration_ms, emits=outcome.emits)
 
     async def _run(self, state: ExecState, block: RunnableBlock, now_ms: int) -> Result:
         if isinstance(block, HttpCallBlock):

@@ -7,7 +7,7 @@ import time
 from chatflow.schemas.definition import ExecuteScriptBlock
 
 from ..errors import ToolFailure
-from ..limits import Limits
+from ..limits import Limits, json_size, script_result_too_large
 from ..outcome import BlockOutcome
 from ..sandbox import ScriptJob, ScriptSandbox
 from ..state import ExecState
@@ -25,6 +25,12 @@ async def run_script(
     outcome = await sandbox.run(ScriptJob(block.source, inputs, timeout, owner=state.toolId))
     duration = int((time.perf_counter() - started) * 1000)
     if outcome.ok:
+        # Checked here, before the value reaches the state, a step or the event log: a
+        # script's result is the one value a tool's author can make any size.
+        size = json_size(outcome.value)
+        if size > limits.script_result_max_bytes:
+            return BlockOutcome(writes={block.outputVariable: ""}, duration_ms=duration,
+                                error=script_result_too_large(size, limits.script_result_max_bytes))
         return BlockOutcome(writes={block.outputVariable: outcome.value},
                             debug={"result": outcome.value}, duration_ms=duration)
     failure = ToolFailure(outcome.code or "script_error", outcome.error or "script failed")
