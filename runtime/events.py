@@ -45,7 +45,9 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def iso(ms: int) -> str:
+    # Memoised: the events of one batch share a handful of millisecond clocks.
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
