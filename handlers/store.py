@@ -453,8 +453,12 @@ class Store:
         if t is None or not t.log:
             return
         log_key = key(self.keys.log(c.partition, c.root_id))
-        # Large values are kept truncated, with their size noted (CHATFLOW_LOG_VALUE_MAX_BYTES).
-        line = encode_log([bounded_entry(e, self.log_value_max_bytes) for e in t.log]).decode()
+        raw = encode_log(t.log)
+        if len(raw) > self.log_value_max_bytes:
+            # Large values are kept truncated, with their size noted (CHATFLOW_LOG_VALUE_MAX_BYTES);
+            # the common small line is encoded once, never measured entry by entry.
+            raw = encode_log([bounded_entry(e, self.log_value_max_bytes) for e in t.log])
+        line = raw.decode()
         if c.command_guard is not None:
             add(("logset", log_key, line, self.state_ttl_s, ""))
         else:
