@@ -93,6 +93,8 @@ async function route() {
       onLeave: (fn) => leaving.push(fn),
       afterMount: (fn) => mounted.push(fn),
       guard: (fn) => { guard = fn; },
+      // A new address for the page on screen (a new tool's first save) without re-rendering it.
+      replace: (to) => { history.replaceState(null, "", to); here = to; },
       go: (to) => { location.hash = to; },
     };
     mounted = [];

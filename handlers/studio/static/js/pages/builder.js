@@ -375,7 +375,7 @@ export async function builderPage(ctx, toolId, newName) {
       saved = await api("POST", "/tools", { name: name.value, description: description.value || null, definition: def });
       toolId = saved.id;
       // The address becomes the tool's without reloading the page (and its undo history).
-      history.replaceState(null, "", `#/tools/${enc(toolId)}`);
+      ctx.replace(`#/tools/${enc(toolId)}`);
     } else {
       saved = await api("PATCH", `/tools/${enc(toolId)}`, { name: name.value, description: description.value || null, definition: def });
     }
