@@ -36,6 +36,7 @@ from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from . import metrics as prom
 from .batches import entries_of, raw_broker, raw_entries
 from .health import HealthServer
+from .history.runner import HISTORY_GROUP, HistoryProjection
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
 from .leases import Leases
@@ -114,6 +115,9 @@ class Worker:
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
+        # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
+        self.history = (HistoryProjection.from_settings(self.client, self.keys, s, self.consumer)
+                        if s.history_url else None)
         self.broker = raw_broker(self.url, cluster=s.redis_cluster)
         prom.configure(s.metrics_max_tools)
         self.broker.add_middleware(RedisPrometheusMiddleware(registry=prom.REGISTRY,
@@ -149,6 +153,8 @@ class Worker:
             self._sub(self.keys.outbox(n), RELAY_GROUP, _bind(self.relay.process, n))
         if self.settings.projections_enabled:
             self._sub(self.keys.executions, PROJECTION_GROUP, self.projection.process)
+        if self.history is not None:
+            self._sub(self.keys.executions, HISTORY_GROUP, self.history.process)
         for name in self.native.tools:
             self._sub(self.keys.native_calls(name), NATIVE_GROUP, _bind_native(self.native.process, name))
 
@@ -239,6 +245,9 @@ class Worker:
             await self.recovery.reclaim(k.executions, PROJECTION_GROUP, -1,
                                         d(k.executions, PROJECTION_GROUP, self.projection.process),
                                         "projection")
+        if self.history is not None:
+            await self.history.tick(d(k.executions, HISTORY_GROUP, self.history.process),
+                                    self.leases.holds(k.executions, HISTORY_GROUP))
 
     async def _reap_all(self) -> None:
         for n in range(self.keys.partitions):
@@ -257,6 +266,8 @@ class Worker:
     async def _start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
+        if self.history is not None:  # a database behind the migrations stops the start here
+            await self.history.start(migrate=self.settings.history_auto_migrate)
         await self.native.start()
         await self.broker.start()
         s = self.settings
@@ -301,6 +312,8 @@ class Worker:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         await self.http.aclose()
         await self.sandbox.aclose()
+        if self.history is not None:
+            await self.history.aclose()
         await self.client.aclose()
         log.info("worker stopped", consumer=self.consumer)
 
