@@ -72,6 +72,7 @@ steps = sa.Table(
 definitions = sa.Table(
     "history_definitions", metadata,
     sa.Column("def_hash", sa.String(128), primary_key=True),
-    sa.Column("definition", sa.JSON, nullable=False),  # secret header values masked
+    # the published record as it ran ({id, toolId, name, definition}), secret values masked
+    sa.Column("definition", sa.JSON, nullable=False),
     sa.Column("first_seen_ms", sa.BigInteger, nullable=False),
 )
