@@ -117,6 +117,16 @@ def _contact(log: list[LogEntry]) -> str | None:
     return str(value) if value is not None else None
 
 
+def _root_tool(event: ToolExecutionStreamEvent, root_log: list[LogEntry]) -> str:
+    """The root's publishedToolId: the run's own at depth 0, else its root's ``started``
+    entry; a child whose root log is gone keeps its own (documented in docs/history.md)."""
+    if event.depth == 0:
+        return event.publishedToolId
+    started = next((e for e in root_log if e.type == "started" and "." not in e.execId), None)
+    tool = (started.detail or {}).get("publishedToolId") if started is not None else None
+    return str(tool) if tool else event.publishedToolId
+
+
 def step_row(exec_id: str, seq: int, e: LogEntry) -> dict[str, Any]:
     detail = dict(e.detail or {})
     method, url, status = detail.get("method"), detail.get("url"), detail.get("status")
@@ -154,6 +164,7 @@ def capture(dedup: str, event: ToolExecutionStreamEvent, entry_ms: int,
         "parent_execution_id": parent, "depth": event.depth,
         "tool_id": event.toolId or event.publishedToolId,
         "published_tool_id": event.publishedToolId,
+        "root_published_tool_id": _root_tool(event, root_log or log),
         "def_hash": detail.get("defHash") or None,
         "contact_id": _contact(root_log or log),
         "command_id": event.commandId, "status": status_of(event),

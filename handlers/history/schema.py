@@ -22,6 +22,8 @@ runs = sa.Table(
     sa.Column("depth", sa.Integer, nullable=False),
     sa.Column("tool_id", sa.String(ID), nullable=False),
     sa.Column("published_tool_id", sa.String(ID), nullable=False),
+    # whose the run is: the workspace of its root's published tool (access control)
+    sa.Column("root_published_tool_id", sa.String(ID), nullable=False),
     sa.Column("def_hash", sa.String(128)),  # the definition version the run used
     sa.Column("contact_id", sa.String(ID)),
     sa.Column("command_id", sa.String(300), nullable=False),
@@ -44,6 +46,7 @@ runs = sa.Table(
     sa.Index("ix_history_runs_status", "status", "started_ms"),
     sa.Index("ix_history_runs_ended", "ended_ms"),
     sa.Index("ix_history_runs_root", "root_execution_id"),
+    sa.Index("ix_history_runs_owner", "root_published_tool_id", "started_ms"),
 )
 
 steps = sa.Table(

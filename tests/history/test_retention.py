@@ -17,7 +17,8 @@ NOW = 1_800_000_000_000
 def run_at(n: int, ended_ms: int) -> Captured:
     exec_id = f"0-run{n}"
     run = {"execution_id": exec_id, "root_execution_id": exec_id, "parent_execution_id": None,
-           "depth": 0, "tool_id": "t", "published_tool_id": "pt", "def_hash": None,
+           "depth": 0, "tool_id": "t", "published_tool_id": "pt",
+           "root_published_tool_id": "pt", "def_hash": None,
            "contact_id": "c", "command_id": f"cmd-{n}", "status": "ok", "error_code": None,
            "error_message": None, "result": "x", "inputs": None, "started_ms": ended_ms - 5,
            "ended_ms": ended_ms, "duration_ms": 5, "trace": "stored",

@@ -25,6 +25,7 @@ def upgrade() -> None:
         sa.Column("depth", sa.Integer, nullable=False),
         sa.Column("tool_id", sa.String(ID), nullable=False),
         sa.Column("published_tool_id", sa.String(ID), nullable=False),
+        sa.Column("root_published_tool_id", sa.String(ID), nullable=False),
         sa.Column("def_hash", sa.String(128)),
         sa.Column("contact_id", sa.String(ID)),
         sa.Column("command_id", sa.String(300), nullable=False),
@@ -46,7 +47,8 @@ def upgrade() -> None:
                        ("contact", ["contact_id", "started_ms"]),
                        ("status", ["status", "started_ms"]),
                        ("ended", ["ended_ms"]),
-                       ("root", ["root_execution_id"])):
+                       ("root", ["root_execution_id"]),
+                       ("owner", ["root_published_tool_id", "started_ms"])):
         op.create_index(f"ix_history_runs_{name}", "history_runs", cols)
     op.create_table(
         "history_steps",
