@@ -36,3 +36,38 @@ def test_a_postgres_password_is_never_printed() -> None:
     done = chatflow("history", "status", "--url", "postgresql://u:hunter2@127.0.0.1:1/db")
     assert done.returncode == 2 and "hunter2" not in done.stderr + done.stdout
     assert "CHATFLOW_HISTORY_URL" in done.stderr
+
+
+def test_chatflow_executions_finds_finished_runs_with_the_apis_filters(tmp_path: Path) -> None:
+    import asyncio
+    import json
+
+    from chatflow.handlers.history.db import engine_for, upgrade
+    from chatflow.handlers.history.writer import HistoryWriter
+    from tests.history.test_retention import run_at
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+
+    async def seed() -> None:
+        engine = engine_for(url)
+        await upgrade(engine)
+        made = [run_at(i, 1_800_000_000_000 + i) for i in range(4)]
+        made[2].run.update(status="error", error_code="http_status", contact_id="c-9")
+        await HistoryWriter(engine).write(made)
+        await engine.dispose()
+
+    asyncio.run(seed())
+    found = chatflow("executions", "--state", "finished", "--contact", "c-9", "--status",
+                     "error", "--json", "--history-url", url)
+    assert found.returncode == 0, found.stderr
+    (row,) = [json.loads(line) for line in found.stdout.splitlines()]
+    assert (row["executionId"], row["errorCode"]) == ("0-run2", "http_status")
+    first = chatflow("executions", "--state", "finished", "--limit", "3",
+                     "--history-url", url)
+    assert first.returncode == 0 and "0-run3" in first.stdout and "0-run0" not in first.stdout
+    cursor = first.stderr.strip().rsplit(" ", 1)[1]
+    rest = chatflow("executions", "--state", "finished", "--limit", "3", "--cursor", cursor,
+                    "--json", "--history-url", url)
+    assert [json.loads(x)["executionId"] for x in rest.stdout.splitlines()] == ["0-run0"]
+    bad = chatflow("executions", "--state", "finished", "--since", "soon", "--history-url", url)
+    assert bad.returncode == 2 and "--since" in bad.stderr
