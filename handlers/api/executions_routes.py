@@ -217,3 +217,64 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
     return {"executionId": execution_id, "events": msgspec.to_builtins(report.trace),
             "replay": {"executions": report.executions, "transitions": report.transitions,
                        "firstDifference": None if report.first is None else str(report.first)}}
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fromBlockId: str = Field(min_length=1, max_length=200,
+                             description="the block the new run starts at")
+    variables: dict[str, Any] = Field(default_factory=dict,
+                                      description="laid over the variables the original had "
+                                                  "when it reached the block")
+    definition: dict[str, Any] | Literal["draft"] | None = Field(
+        default=None, description="the definition to run: absent, the version the run used; "
+                                  "\"draft\", the tool's current draft; or a JSON definition")
+
+
+@router.post("/executions/{execution_id}/fork",
+             summary="Run a finished execution again from one of its blocks")
+async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkRequest,
+                         wait: Annotated[bool, Query(description="wait for the answer and "
+                                                                 "return it with the trace")]
+                         = False) -> Any:
+    from fastapi.responses import JSONResponse
+
+    from ..client import trace, wait_results
+    from ..history.fork import ForkRefused, start_fork
+    from ..history.queries import get_run
+
+    await svc.registry.catch_up()
+    run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)
+    if run is None:
+        raise NotFound(f"no run {execution_id!r} in the history (forks start from finished "
+                       "runs)", code="execution_not_found")
+    definition: dict[str, Any] | None = None
+    if body.definition == "draft":
+        tool = svc.registry.state.tools.get(str(run["toolId"]))
+        if tool is None or _owner(svc, who.workspace).owners.get(
+                str((tool.get("publishedTool") or {}).get("id")), "default") != who.workspace:
+            raise NotFound(f"tool {run['toolId']!r} has no draft in this workspace")
+        definition = tool.get("definition")
+    elif isinstance(body.definition, dict):
+        definition = body.definition
+    try:
+        fork = await start_fork(svc.client, svc.keys, run, from_block=body.fromBlockId,
+                                variables=body.variables, definition=definition,
+                                ttl_s=svc.settings.state_ttl_s,
+                                reply_allowed=svc.settings.reply_allowed())
+    except ForkRefused as exc:
+        raise Invalid(str(exc)) from exc
+    forked_from = {"executionId": execution_id, "blockId": body.fromBlockId}
+    started = {"commandId": fork.command.commandId, "publishedToolId": fork.published_tool_id,
+               "replyTo": fork.reply_to, "forkedFrom": forked_from}
+    if not wait:
+        return JSONResponse(started, status_code=202)
+    timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
+    found = await wait_results(svc.client, fork.reply_to, {fork.command.commandId},
+                               after=b"0-0", timeout_s=timeout_s)
+    result = found[fork.command.commandId][0]
+    if fork.reply_to != svc.keys.results:
+        await svc.client.delete(fork.reply_to)  # private to this call
+    entries = await trace(svc.client, svc.keys, result.executionId) if result.executionId else []
+    return {**started, "executionId": result.executionId,
+            "result": msgspec.to_builtins(result), "trace": msgspec.to_builtins(entries)}

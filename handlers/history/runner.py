@@ -30,6 +30,7 @@ from ..redis_client import Client, Entry
 from ..settings import Settings
 from .capture import Captured, capture, masked, parse_events, read_logs
 from .db import HistoryError, check, engine_for, upgrade
+from .fork import origin_of
 from .writer import HistoryWriter
 
 HISTORY_GROUP = "chatflow-history"
@@ -81,7 +82,14 @@ class HistoryProjection:
         captured = [capture(dedup, event, entry_ms, logs.get(event.executionId),
                             logs.get(event.rootExecutionId))
                     for dedup, event, entry_ms in events]
-        return captured, await self._definitions(captured)
+        defs = await self._definitions(captured)
+        for c in captured:  # a fork stays in its original tool's workspace, and says so
+            c.run["root_published_tool_id"] = origin_of(c.run["root_published_tool_id"])
+            fork = (defs.get(c.def_hash or "") or {}).get("forkOf")
+            if c.run["depth"] == 0 and isinstance(fork, dict):
+                c.run["forked_from_execution_id"] = str(fork.get("executionId") or "")[:200]
+                c.run["forked_from_block_id"] = str(fork.get("blockId") or "")[:200]
+        return captured, defs
 
     async def _definitions(self, captured: list[Captured]) -> dict[str, Any]:
         refs = list(dict.fromkeys((c.partition, c.def_hash) for c in captured
