@@ -74,3 +74,26 @@ async def test_a_fork_is_refused_for_an_unreached_block_a_viewer_and_a_missing_r
     await api.fails("POST", "/executions/0-none/fork", 404, json={"fromBlockId": "r"})
     async with api.as_key(await api.new_key(role="viewer")) as viewer:
         assert (await viewer.post(path, json={"fromBlockId": "r"})).status_code == 403
+
+
+async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) -> None:
+    import asyncio
+    import json
+    import os
+    import sys
+
+    h, _api = both
+    await h.put_tool("pt-c", tool("s", script("s", "return 'n=' + n", "v", to("r"),
+                                              inputs={"n": "{{n}}"}), ret("r", "{{v}}")))
+    original = await h.run("pt-c", inputs={"n": "1"})
+    await caught_up(h)
+    env = {**os.environ, "REDIS_URL": h.url, "CHATFLOW_PREFIX": h.settings.prefix,
+           "CHATFLOW_HISTORY_URL": h.settings.history_url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatflow.handlers.cli", "fork", original.executionId,
+        "--from", "s", "--var", "n=2", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["result"] == "n=2" and answer["forkedFrom"]["blockId"] == "s"
