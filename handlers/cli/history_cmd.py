@@ -19,10 +19,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ps = p.add_subparsers(dest="action", required=True)
     for name, help_, handler in (
             ("upgrade", "apply the history database's migrations (idempotent)", cmd_upgrade),
-            ("status", "the database's revision and the one this version needs", cmd_status)):
+            ("status", "the database's revision and the one this version needs", cmd_status),
+            ("verify", "check that every event of stream:tool-executions has its run row",
+             cmd_verify)):
         c = ps.add_parser(name, help=help_)
         c.add_argument("--url", help="the database (overrides CHATFLOW_HISTORY_URL)")
         c.set_defaults(handler=handler)
+        if name == "verify":
+            c.add_argument("--redis-url", help="overrides REDIS_URL")
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -66,3 +70,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     at, want = asyncio.run(run()), head()
     print(f"history database {shown(url)}: at {at or 'none'}, this version needs {want}")
     return 0 if at == want else 1
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..history.db import engine_for
+    from ..history.verify import Verified, verify
+    from .common import client_for
+
+    url = _url(args)
+    client, keys = client_for(settings_from(args))
+
+    async def run() -> Verified:
+        engine = engine_for(url)
+        try:
+            return await verify(client, keys, engine)
+        finally:
+            await engine.dispose()
+            await client.aclose()
+
+    found = asyncio.run(run())
+    print(f"{found.events} execution events in the stream, {found.stored} in the history, "
+          f"{len(found.missing)} missing" + (f": {', '.join(found.missing[:10])}"
+                                             if found.missing else ""))
+    return 0 if found.ok else 1

@@ -160,3 +160,22 @@ async def test_a_malformed_event_is_acked_and_skipped(hist: Harness) -> None:
     groups = {g["name"].decode(): g for g in await hist.client.xinfo_groups(hist.keys.executions)}
     assert groups[HISTORY_GROUP]["pending"] == 0
     assert await rows(hist.settings.history_url, runs) == []
+
+
+async def test_verify_finds_every_event_stored_once_and_names_a_missing_row(
+        hist: Harness) -> None:
+    from chatflow.handlers.history.verify import verify
+
+    await hist.put_tool("pt-v", tool("r", ret("r", "x")))
+    ran = [await hist.run("pt-v") for _ in range(3)]
+    await history_of(hist).wait_caught_up()
+    engine = engine_for(hist.settings.history_url)
+    try:
+        found = await verify(hist.client, hist.keys, engine)
+        assert (found.events, found.stored, found.missing) == (3, 3, [])
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(runs).where(runs.c.execution_id == ran[1].executionId))
+        found = await verify(hist.client, hist.keys, engine)
+        assert found.missing == [ran[1].executionId] and not found.ok
+    finally:
+        await engine.dispose()
