@@ -10,6 +10,7 @@ the cluster belongs to the ``postgres`` user and its commands run through ``runu
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,8 +94,19 @@ def postgres_server() -> Iterator[PgServer]:
 def postgres_url(postgres_server: PgServer) -> str:
     """A fresh, empty database on the session's server."""
     name = f"t_{uuid.uuid4().hex[:12]}"
-    subprocess.run([str(postgres_server.bin / "psql"), "-h", "127.0.0.1", "-p",
-                    str(postgres_server.port), "-U", postgres_server.user, "-d", "postgres",
-                    "-v", "ON_ERROR_STOP=1", "-q", "-c", f'CREATE DATABASE "{name}"'],
-                   check=True, capture_output=True, timeout=60)
+
+    async def create() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(postgres_server.url())
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    # On a thread of its own: the tests' event loop is running (async fixtures), and no
+    # subprocess is started from the test process once the server runs (a psql child here
+    # was followed by crashed sandbox workers in the same process).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, create()).result(timeout=60)
     return postgres_server.url(name)
