@@ -104,6 +104,16 @@ class Settings(BaseSettings):
     projections_enabled: bool = True
     executions_retention_s: int = Field(default=14 * 86_400, ge=0)  # MINID trim; 0 keeps all
     projection_log_retention_s: int = Field(default=90 * 86_400, ge=8 * 86_400)
+    # Run history in SQL (handlers/history, docs/history.md): sqlite:///path or
+    # postgresql://...; empty: no history (`chatflow up` sets a SQLite file in its data dir).
+    history_url: str = Field(default="", repr=False)  # may carry a password
+    history_trace_retention_s: int = Field(default=7 * 86_400, ge=3_600)
+    history_run_retention_s: int = Field(default=90 * 86_400, ge=86_400)
+    history_prune_batch: int = Field(default=1_000, ge=1, le=100_000)
+    history_prune_interval_s: int = Field(default=300, ge=1)
+    # Workers refuse a database behind the migrations; this applies them instead (`chatflow
+    # up` sets it for its own SQLite file; elsewhere run `chatflow history upgrade`).
+    history_auto_migrate: bool = False
     metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
     metrics_host: str = "0.0.0.0"
     metrics_max_tools: int = Field(default=50, ge=1, le=10_000)

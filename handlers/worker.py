@@ -32,6 +32,7 @@ from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from . import metrics as prom
 from .batches import GroupReader, by_slot
 from .health import HealthServer, memory_trouble
+from .history.runner import HISTORY_GROUP, HistoryProjection
 from .intake import Intake
 from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
 from .leases import Leases
@@ -132,6 +133,9 @@ class Worker:
         self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
+        # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
+        self.history = (HistoryProjection.from_settings(self.client, self.keys, s, self.consumer)
+                        if s.history_url else None)
         prom.configure(s.metrics_max_tools)
         self.health: HealthServer | None = None
         self._inflight: set[asyncio.Task[None]] = set()
@@ -156,6 +160,8 @@ class Worker:
         if self.settings.projections_enabled:
             subs.append(Sub(k.executions, PROJECTION_GROUP, -1, self.projection.process,
                             "projection"))
+        if self.history is not None:
+            subs.append(Sub(k.executions, HISTORY_GROUP, -1, self.history.process, "history"))
         for name in self.native.tools:
             subs.append(Sub(k.native_calls(name), NATIVE_GROUP, -1,
                             _bind_native(self.native.process, name), "native"))
@@ -184,6 +190,8 @@ class Worker:
         """Recreate what a server that lost its data (no persistence, FLUSHALL, failover to an
         empty replica) no longer has: every consumer group, and the scripts."""
         await ensure_groups(self.client, self.keys)
+        if self.history is not None:
+            await self.history.ensure_group()
         await self.native.start()
         await self.store.load_scripts()
 
@@ -260,7 +268,9 @@ class Worker:
         """One probe reads every stream's pending count; only streams with pending entries
         are looked at further. Reclaimed entries go through ``_take`` like fresh ones: same
         processors, same concurrency limit, and this loop goes on to the next stream at once."""
-        items = [sub for sub in self._subscriptions() if sub.kind != "native"]
+        # Native calls are answered at most once; the history reclaims its own (its entries
+        # wait out a database outage instead of going to the dead letters).
+        items = [sub for sub in self._subscriptions() if sub.kind not in ("native", "history")]
         counts = await self.recovery.pending_counts([(x.stream, x.group) for x in items])
         missing = [x.stream for x, c in zip(items, counts, strict=True) if c < 0]
         if missing:
@@ -273,6 +283,10 @@ class Worker:
                 await self.recovery.reclaim(x.stream, x.group, x.partition,
                                             self._dispatch(x.stream, x.group, x.process), x.kind)
         await self.recovery.forget_idle_consumers([(x.stream, x.group) for x in items])
+        if self.history is not None:
+            await self.history.tick(self._dispatch(self.keys.executions, HISTORY_GROUP,
+                                                   self.history.process),
+                                    self.leases.holds(self.keys.executions, HISTORY_GROUP))
 
     async def _reap_all(self) -> None:
         due = await self.recovery.due_partitions()
@@ -292,6 +306,8 @@ class Worker:
     async def _start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
+        if self.history is not None:  # a database behind the migrations stops the start here
+            await self.history.start(migrate=self.settings.history_auto_migrate)
         await self.native.start()
         s = self.settings
         self._reading = [asyncio.create_task(r.run()) for r in self.readers]
@@ -359,6 +375,8 @@ class Worker:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         await self.http.aclose()
         await self.sandbox.aclose()
+        if self.history is not None:
+            await self.history.aclose()
         await self.client.aclose()
         await self.read_client.aclose()
         log.info("worker stopped", consumer=self.consumer)

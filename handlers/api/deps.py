@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import Request
 
@@ -29,6 +30,7 @@ class Services:
     servers: ServerOps
     credentials: CredentialOps
     inline: InlineRunner
+    history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
     def build(cls, settings: Settings, client: Client) -> Services:
@@ -36,13 +38,20 @@ class Services:
         http = settings.outbound()
         registry = Registry(client, keys, SecretBox(settings.encryption_key))
         limits = settings.limits()
+        history = None
+        if settings.history_url:
+            from ..history.db import engine_for
+
+            history = engine_for(settings.history_url)
         return cls(settings, client, keys, http, registry, ToolOps(registry),
                    ServerOps(registry, http, limits), CredentialOps(registry),
-                   InlineRunner(settings, client, keys, http))
+                   InlineRunner(settings, client, keys, http), history)
 
     async def close(self) -> None:
         self.inline.close()
         await self.http.aclose()
+        if self.history is not None:
+            await self.history.dispose()
 
 
 def services(request: Request) -> Services:

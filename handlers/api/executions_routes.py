@@ -8,20 +8,28 @@ Editors and admins only; a tree whose root tool is another workspace's answers 4
 
 ``GET /executions`` and ``GET /executions/{id}/events`` are what ``chatflow executions`` and
 ``chatflow replay`` read, for the Studio, confined to the caller's workspace the same way.
+
+With ``?state=running|finished|all``, ``GET /executions`` also finds finished runs in the
+run history (``CHATFLOW_HISTORY_URL``, docs/history.md), filtered and paged with a cursor:
+``{"executions": [...], "nextCursor": ...}``. Without ``state`` it answers the list of
+executions in flight, as before. ``GET /executions/{id}/history`` is one run from the
+history: its trace, its children, and the definition it ran.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 import msgspec
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from chatflow.runtime.state import ExecState
 
-from ..registry.errors import Conflict, Invalid, NotFound
+from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
 from ..studio import scope
 from ..trees import cancel_execution
 from .auth import Caller, Writer
@@ -60,17 +68,132 @@ async def cancel(executionId: str, svc: Svc, who: Writer,
             "activeExecutionId": outcome.leafId, "cancelled": True}
 
 
+class HistoryUnavailable(RegistryError):
+    """Raised when the run history is not configured or its database cannot answer (503)."""
+
+    status = 503
+    code = "history_unavailable"
+
+
+def _ms(value: str | None, name: str) -> int | None:
+    """Epoch milliseconds, or an ISO 8601 time (``2026-01-02T03:04:05Z``)."""
+    if value is None or value == "":
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError as exc:
+        raise Invalid(f"{name} {value!r}: expected epoch milliseconds or an ISO 8601 time "
+                      "such as 2026-01-02T03:04:05Z") from exc
+
+
+def _owner(svc: Services, workspace: str) -> Any:
+    from chatflow.runtime.registry import workspace_of
+
+    from ..history.queries import Owner
+
+    owners: dict[str, str] = {}
+    for tool in svc.registry.state.tools.values():
+        published = tool.get("publishedTool")
+        if isinstance(published, dict) and isinstance(published.get("id"), str):
+            owners[published["id"]] = workspace_of(tool)
+    return Owner(workspace, owners)
+
+
+def _history(svc: Services) -> Any:
+    if svc.history is None:
+        raise HistoryUnavailable("no run history: set CHATFLOW_HISTORY_URL (sqlite:///path or "
+                                 "postgresql://...) and run `chatflow history upgrade`; "
+                                 "`chatflow up` keeps one in its data folder")
+    return svc.history
+
+
 @router.get("/executions",
-            summary="The executions in flight: tool, active block, depth, age, deadline")
-async def list_executions(svc: Svc, who: Caller) -> list[dict[str, Any]]:
+            summary="Executions in flight; with ?state=, finished runs too, filtered and paged")
+async def list_executions(
+        svc: Svc, who: Caller,
+        state: Annotated[Literal["running", "finished", "all"] | None,
+                         Query(description="running, finished or all; absent: the "
+                                           "executions in flight as a bare list")] = None,
+        toolId: Annotated[str | None, Query(max_length=200)] = None,
+        publishedToolId: Annotated[str | None, Query(max_length=200)] = None,
+        status: Annotated[Literal["ok", "error", "cancelled", "timeout"] | None, Query()] = None,
+        errorCode: Annotated[str | None, Query(max_length=100)] = None,
+        contactId: Annotated[str | None, Query(max_length=200)] = None,
+        since: Annotated[str | None, Query(max_length=40,
+                                           description="started at or after (ms or ISO)")] = None,
+        until: Annotated[str | None, Query(max_length=40,
+                                           description="started before (ms or ISO)")] = None,
+        children: Annotated[bool | None, Query(description="nested runs too (default: only "
+                                                           "with a tool filter)")] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, Query(max_length=600)] = None,
+) -> Any:
     # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
     from ..cli.executions_cmd import in_flight
 
     await svc.registry.catch_up()
     owner = scope.owner_of_published(svc.registry)
     # ``tool`` is the publishedToolId that ran; a command's toolId is only its caller's label.
-    return [asdict(row) for row in await in_flight(svc.client, svc.keys)
-            if owner(row.tool) == who.workspace]
+    if state is None:
+        return [asdict(row) for row in await in_flight(svc.client, svc.keys)
+                if owner(row.tool) == who.workspace]
+    since_ms, until_ms = _ms(since, "since"), _ms(until, "until")
+    running: list[dict[str, Any]] = []
+    if state in ("running", "all") and not cursor and status is None and errorCode is None:
+        now = int(time.time() * 1000)
+        for row in await in_flight(svc.client, svc.keys, now):
+            started = now - row.ageMs
+            if (owner(row.tool) != who.workspace
+                    or (toolId is not None and row.toolId != toolId)
+                    or (publishedToolId is not None and row.tool != publishedToolId)
+                    or (contactId is not None and row.contactId != contactId)
+                    or (since_ms is not None and started < since_ms)
+                    or (until_ms is not None and started >= until_ms)):
+                continue
+            running.append({**asdict(row), "state": "running", "startedMs": started})
+        running.sort(key=lambda r: -int(r["startedMs"]))
+    if state == "running":
+        return {"executions": running, "nextCursor": None}
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ..history.queries import BadQuery, Filters, list_runs
+
+    filters = Filters(tool_id=toolId, published_tool_id=publishedToolId, status=status,
+                      error_code=errorCode, contact_id=contactId, since_ms=since_ms,
+                      until_ms=until_ms, children=children)
+    try:
+        page, next_cursor = await list_runs(_history(svc), _owner(svc, who.workspace), filters,
+                                            limit=limit, cursor=cursor)
+    except BadQuery as exc:
+        raise Invalid(str(exc)) from exc
+    except (SQLAlchemyError, OSError) as exc:
+        raise HistoryUnavailable(f"the run history cannot answer: {exc.__class__.__name__}; "
+                                 "check CHATFLOW_HISTORY_URL and run `chatflow history "
+                                 "upgrade`") from exc
+    return {"executions": running + page, "nextCursor": next_cursor}
+
+
+@router.get("/executions/{execution_id}/history",
+            summary="A finished run from the history: its trace, children, forks, definition")
+async def execution_history(svc: Svc, who: Caller, execution_id: str) -> dict[str, Any]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ..history.queries import get_run
+
+    await svc.registry.catch_up()
+    try:
+        run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)
+    except (SQLAlchemyError, OSError) as exc:
+        raise HistoryUnavailable(f"the run history cannot answer: {exc.__class__.__name__}; "
+                                 "check CHATFLOW_HISTORY_URL and run `chatflow history "
+                                 "upgrade`") from exc
+    if run is None:
+        raise NotFound(f"no run {execution_id!r} in the history (not finished yet, pruned "
+                       "after CHATFLOW_HISTORY_RUN_RETENTION_S, or never existed)",
+                       code="execution_not_found")
+    return run
 
 
 @router.get("/executions/{execution_id}/events",
@@ -94,3 +217,64 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
     return {"executionId": execution_id, "events": msgspec.to_builtins(report.trace),
             "replay": {"executions": report.executions, "transitions": report.transitions,
                        "firstDifference": None if report.first is None else str(report.first)}}
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fromBlockId: str = Field(min_length=1, max_length=200,
+                             description="the block the new run starts at")
+    variables: dict[str, Any] = Field(default_factory=dict,
+                                      description="laid over the variables the original had "
+                                                  "when it reached the block")
+    definition: dict[str, Any] | Literal["draft"] | None = Field(
+        default=None, description="the definition to run: absent, the version the run used; "
+                                  "\"draft\", the tool's current draft; or a JSON definition")
+
+
+@router.post("/executions/{execution_id}/fork",
+             summary="Run a finished execution again from one of its blocks")
+async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkRequest,
+                         wait: Annotated[bool, Query(description="wait for the answer and "
+                                                                 "return it with the trace")]
+                         = False) -> Any:
+    from fastapi.responses import JSONResponse
+
+    from ..client import trace, wait_results
+    from ..history.fork import ForkRefused, start_fork
+    from ..history.queries import get_run
+
+    await svc.registry.catch_up()
+    run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)
+    if run is None:
+        raise NotFound(f"no run {execution_id!r} in the history (forks start from finished "
+                       "runs)", code="execution_not_found")
+    definition: dict[str, Any] | None = None
+    if body.definition == "draft":
+        tool = svc.registry.state.tools.get(str(run["toolId"]))
+        if tool is None or _owner(svc, who.workspace).owners.get(
+                str((tool.get("publishedTool") or {}).get("id")), "default") != who.workspace:
+            raise NotFound(f"tool {run['toolId']!r} has no draft in this workspace")
+        definition = tool.get("definition")
+    elif isinstance(body.definition, dict):
+        definition = body.definition
+    try:
+        fork = await start_fork(svc.client, svc.keys, run, from_block=body.fromBlockId,
+                                variables=body.variables, definition=definition,
+                                ttl_s=svc.settings.state_ttl_s,
+                                reply_allowed=svc.settings.reply_allowed())
+    except ForkRefused as exc:
+        raise Invalid(str(exc)) from exc
+    forked_from = {"executionId": execution_id, "blockId": body.fromBlockId}
+    started = {"commandId": fork.command.commandId, "publishedToolId": fork.published_tool_id,
+               "replyTo": fork.reply_to, "forkedFrom": forked_from}
+    if not wait:
+        return JSONResponse(started, status_code=202)
+    timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
+    found = await wait_results(svc.client, fork.reply_to, {fork.command.commandId},
+                               after=b"0-0", timeout_s=timeout_s)
+    result = found[fork.command.commandId][0]
+    if fork.reply_to != svc.keys.results:
+        await svc.client.delete(fork.reply_to)  # private to this call
+    entries = await trace(svc.client, svc.keys, result.executionId) if result.executionId else []
+    return {**started, "executionId": result.executionId,
+            "result": msgspec.to_builtins(result), "trace": msgspec.to_builtins(entries)}

@@ -1,5 +1,6 @@
 """``chatflow executions``: the executions in flight: the root tool, what runs now (the nested
-tool and block), age and deadline.
+tool and block), age and deadline. With ``--state finished|all``, finished runs from the run
+history too (CHATFLOW_HISTORY_URL), with the filters of ``GET /api/executions``.
 
 Roots in flight are the members of every partition's ``{cf:N}:deadlines`` zset;
 a waiting parent's active child is ``<parent>.<version - 1>`` (runtime/machine.py
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -78,23 +80,104 @@ def render(rows: list[InFlight]) -> str:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("executions", help="list the executions in flight")
+    p = sub.add_parser("executions", help="list the executions in flight (and finished runs)")
     add_redis_flag(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--state", choices=("running", "finished", "all"), default="running",
+                   help="running (default, from Valkey), finished or all (the run history)")
+    p.add_argument("--tool-id")
+    p.add_argument("--published-tool-id")
+    p.add_argument("--status", choices=("ok", "error", "cancelled", "timeout"))
+    p.add_argument("--error-code")
+    p.add_argument("--contact", help="contact id")
+    p.add_argument("--since", help="started at or after: epoch ms or ISO 8601")
+    p.add_argument("--until", help="started before: epoch ms or ISO 8601")
+    p.add_argument("--children", action="store_true", help="nested runs too")
+    p.add_argument("--limit", type=int, default=50, help="finished runs per page (max 200)")
+    p.add_argument("--cursor", help="the next page: the cursor the previous one printed")
+    p.add_argument("--history-url", help="overrides CHATFLOW_HISTORY_URL")
     p.set_defaults(handler=cmd_executions)
 
 
-async def _run(args: argparse.Namespace) -> int:
-    client, keys = client_for(settings_from(args))
+def _ms(value: str | None, flag: str) -> int | None:
+    from datetime import datetime
+
+    from chatflow.runtime.errors import ConfigurationError
+
+    if not value:
+        return None
+    if value.isdigit():
+        return int(value)
     try:
-        rows = await in_flight(client, keys)
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError as exc:
+        raise ConfigurationError(f"{flag} {value!r}: expected epoch milliseconds or an ISO "
+                                 "8601 time such as 2026-01-02T03:04:05Z") from exc
+
+
+def render_finished(rows: list[dict[str, object]]) -> str:
+    if not rows:
+        return "no finished runs match"
+    head = ("EXECUTION", "TOOL", "STATUS", "ERROR", "STARTED", "DURATION", "CONTACT")
+    body = [(str(r["executionId"]), str(r["publishedToolId"]), str(r["status"]),
+             str(r["errorCode"] or ""),
+             time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(str(r["startedMs"])) / 1000)),
+             f"{int(str(r['durationMs'])) / 1000:.3f}s", str(r["contactId"] or ""))
+            for r in rows]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [head, *body])
+
+
+async def _finished(args: argparse.Namespace) -> tuple[list[dict[str, object]], str | None]:
+    from chatflow.runtime.errors import ConfigurationError
+
+    from ..history.db import engine_for
+    from ..history.queries import BadQuery, Filters, Owner, list_runs
+
+    url = args.history_url or settings_from(args).history_url
+    if not url:
+        raise ConfigurationError("finished runs live in the run history: set "
+                                 "CHATFLOW_HISTORY_URL or pass --history-url")
+    filters = Filters(tool_id=args.tool_id, published_tool_id=args.published_tool_id,
+                      status=args.status, error_code=args.error_code, contact_id=args.contact,
+                      since_ms=_ms(args.since, "--since"), until_ms=_ms(args.until, "--until"),
+                      children=True if args.children else None)
+    engine = engine_for(url)
+    try:  # the shell is an operator's: every workspace's runs
+        return await list_runs(engine, Owner("default"), filters, limit=args.limit,
+                               cursor=args.cursor)
+    except BadQuery as exc:
+        raise ConfigurationError(str(exc)) from exc
     finally:
-        await client.aclose()
+        await engine.dispose()
+
+
+async def _run(args: argparse.Namespace) -> int:
+    rows: list[InFlight] = []
+    if args.state in ("running", "all") and not args.cursor:
+        client, keys = client_for(settings_from(args))
+        try:
+            rows = await in_flight(client, keys)
+        finally:
+            await client.aclose()
+        rows = [r for r in rows
+                if (args.contact is None or r.contactId == args.contact)
+                and (args.tool_id is None or r.toolId == args.tool_id)
+                and (args.published_tool_id is None or r.tool == args.published_tool_id)]
+    finished, cursor = await _finished(args) if args.state != "running" else ([], None)
     if args.json:
         for r in rows:
-            print(json.dumps(asdict(r), ensure_ascii=False))
+            print(json.dumps({**asdict(r), "state": "running"}, ensure_ascii=False))
+        for f in finished:
+            print(json.dumps(f, ensure_ascii=False))
     else:
-        print(render(rows))
+        if args.state != "finished":
+            print(render(rows))
+        if args.state != "running":
+            print(render_finished(finished))
+    if cursor:
+        print(f"more: --cursor {cursor}", file=sys.stderr)
     return 0
 
 

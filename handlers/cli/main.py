@@ -32,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("cancel_cmd", "stop an execution and its whole callTool tree"),
     "replay": ("replay_cmd", "rebuild an execution from its event stream and check it"),
     "projections": ("projections_cmd", "the execution log projection (7-day tool metrics)"),
+    "history": ("history_cmd", "the run history database: migrations"),
+    "fork": ("fork_cmd", "run a finished execution again from one of its blocks"),
     "api": ("api_cmd", "serve the HTTP API (tools, servers, test runs)"),
     "registry": ("registry_cmd", "the tool registry's log and projections"),
     "tools": ("tools_cmd", "create, save, publish, trash and restore tools"),

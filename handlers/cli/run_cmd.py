@@ -145,6 +145,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     configure_logging()
     settings = _with_metrics_port(settings_from(args), args)
+    if not settings.history_url:  # the run history, embedded: a SQLite file, nothing to install
+        history = Path(args.data_dir).resolve() / "history.db"
+        settings = settings.model_copy(update={"history_url": f"sqlite:///{history}",
+                                               "history_auto_migrate": True})
     server = None
     url = settings.redis_url
     for sig in STOP_SIGNALS:  # until the workers' loop takes them over: unwind, stop the server

@@ -90,10 +90,11 @@ async def make_key(harness: Harness, role: str) -> str:
 
 
 @asynccontextmanager
-async def running_studio(redis_url: str, prefix: str, browser: Any) -> AsyncIterator[Studio]:
-    harness = Harness(redis_url, prefix)
+async def running_studio(redis_url: str, prefix: str, browser: Any,
+                         **overrides: Any) -> AsyncIterator[Studio]:
+    harness = Harness(redis_url, prefix, **overrides)
     await harness.start_worker()
-    settings = api_settings(redis_url, prefix)
+    settings = api_settings(redis_url, prefix, **overrides)
     try:
         async with serve_asgi(create_app(settings)) as base:
             admin = await make_key(harness, "admin")

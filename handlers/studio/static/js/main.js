@@ -4,6 +4,7 @@ import { button, clear, field, h } from "./dom.js";
 import { builderPage } from "./pages/builder.js";
 import { debugPage } from "./pages/debug.js";
 import { executionPage, executionsPage } from "./pages/executions.js";
+import { runPage, runsPage } from "./pages/run.js";
 import { serverPage, serversPage } from "./pages/servers.js";
 import { toolsPage, trashPage } from "./pages/tools.js";
 
@@ -21,6 +22,8 @@ const ROUTES = [
   [/^#\/servers\/([^/]+)$/, serverPage],
   [/^#\/executions$/, executionsPage],
   [/^#\/executions\/([^/]+)$/, executionPage],
+  [/^#\/runs$/, runsPage],
+  [/^#\/runs\/([^/]+)$/, runPage],
   [/^#\/debug$/, debugPage],
 ];
 

@@ -1,0 +1,175 @@
+"""Reading the history: finding runs (filters, newest first, cursor pages) and one run with
+its trace and the definition it ran.
+
+Access is the runtime's rule: a run belongs to the workspace of its root's published tool.
+The caller hands an :class:`Owner` (which published tools are whose, from the registry), and
+the filter is applied in SQL, so a page is never short because rows were hidden after it.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from chatflow.runtime.errors import ChatflowError
+
+from .schema import definitions, runs, steps
+
+STATUSES = ("ok", "error", "cancelled", "timeout")
+MAX_LIMIT = 200
+
+
+class BadQuery(ChatflowError):
+    """Raised when a history query's filter or cursor cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Published tools by workspace. A published tool the registry does not know belongs to
+    ``default`` (as in ``handlers.studio.scope``), so ``default`` sees all but the others'."""
+
+    workspace: str
+    owners: dict[str, str] = field(default_factory=dict)
+
+    def clause(self) -> sa.ColumnElement[bool]:
+        col = runs.c.root_published_tool_id
+        if self.workspace == "default":
+            others = sorted(p for p, w in self.owners.items() if w != "default")
+            return col.not_in(others) if others else sa.true()
+        return col.in_(sorted(p for p, w in self.owners.items() if w == self.workspace))
+
+    def sees(self, root_published_tool_id: str) -> bool:
+        return self.owners.get(root_published_tool_id, "default") == self.workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    tool_id: str | None = None
+    published_tool_id: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+    contact_id: str | None = None
+    since_ms: int | None = None  # started at or after
+    until_ms: int | None = None  # started before
+    children: bool | None = None  # None: roots only, unless a tool filter is given
+
+    def clauses(self) -> list[sa.ColumnElement[bool]]:
+        out: list[sa.ColumnElement[bool]] = []
+        if self.status is not None:
+            if self.status not in STATUSES:
+                raise BadQuery(f"status {self.status!r}: expected one of {', '.join(STATUSES)}")
+            out.append(runs.c.status == self.status)
+        for value, col in ((self.tool_id, runs.c.tool_id),
+                           (self.published_tool_id, runs.c.published_tool_id),
+                           (self.error_code, runs.c.error_code),
+                           (self.contact_id, runs.c.contact_id)):
+            if value is not None:
+                out.append(col == value)
+        if self.since_ms is not None:
+            out.append(runs.c.started_ms >= self.since_ms)
+        if self.until_ms is not None:
+            out.append(runs.c.started_ms < self.until_ms)
+        children = self.children
+        if children is None:
+            children = self.tool_id is not None or self.published_tool_id is not None
+        if not children:
+            out.append(runs.c.depth == 0)
+        return out
+
+
+def encode_cursor(started_ms: int, execution_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{started_ms}:{execution_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        ms, _, exec_id = raw.partition(":")
+        return int(ms), exec_id
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadQuery(f"cursor {cursor[:40]!r} is not one this API returned: pass the "
+                       "nextCursor of the previous page unchanged") from exc
+
+
+def run_json(row: Any) -> dict[str, Any]:
+    """A run row as the API and the CLI show it (camelCase, as the wire types)."""
+    r = row._mapping
+    forked = ({"executionId": r["forked_from_execution_id"], "blockId": r["forked_from_block_id"]}
+              if r["forked_from_execution_id"] else None)
+    return {
+        "executionId": r["execution_id"], "rootExecutionId": r["root_execution_id"],
+        "parentExecutionId": r["parent_execution_id"], "depth": r["depth"],
+        "toolId": r["tool_id"], "publishedToolId": r["published_tool_id"],
+        "definitionHash": r["def_hash"], "contactId": r["contact_id"],
+        "commandId": r["command_id"], "state": "finished", "status": r["status"],
+        "errorCode": r["error_code"], "errorMessage": r["error_message"], "result": r["result"],
+        "startedMs": r["started_ms"], "endedMs": r["ended_ms"], "durationMs": r["duration_ms"],
+        "trace": r["trace"], "forkedFrom": forked,
+    }
+
+
+def step_json(row: Any) -> dict[str, Any]:
+    r = row._mapping
+    http = ({"method": r["http_method"], "url": r["http_url"], "status": r["http_status"]}
+            if r["http_method"] or r["http_url"] else None)
+    error = ({"code": r["error_code"], "message": r["error_message"]}
+             if r["error_code"] else None)
+    return {"seq": r["seq"], "type": r["type"], "at": r["at_ms"], "blockId": r["block_id"],
+            "blockType": r["block_type"], "durationMs": r["duration_ms"], "ok": r["ok"],
+            "error": error, "matchedConditionId": r["matched_condition_id"],
+            "next": r["next_block"], "child": r["child_execution_id"], "http": http,
+            "result": r["result"], "writes": r["writes"], "detail": r["detail"]}
+
+
+async def list_runs(engine: AsyncEngine, owner: Owner, filters: Filters, *,
+                    limit: int = 50, cursor: str | None = None
+                    ) -> tuple[list[dict[str, Any]], str | None]:
+    """One page, newest first; the cursor of the next page, or None at the end."""
+    limit = max(1, min(limit, MAX_LIMIT))
+    where = [owner.clause(), *filters.clauses()]
+    if cursor:
+        ms, exec_id = decode_cursor(cursor)
+        where.append(sa.or_(runs.c.started_ms < ms,
+                            sa.and_(runs.c.started_ms == ms, runs.c.execution_id < exec_id)))
+    query = (sa.select(runs).where(*where)
+             .order_by(runs.c.started_ms.desc(), runs.c.execution_id.desc()).limit(limit + 1))
+    async with engine.connect() as conn:
+        found = list(await conn.execute(query))
+    page = [run_json(r) for r in found[:limit]]
+    more = len(found) > limit
+    return page, (encode_cursor(page[-1]["startedMs"], page[-1]["executionId"])
+                  if more and page else None)
+
+
+async def get_run(engine: AsyncEngine, owner: Owner, execution_id: str) -> dict[str, Any] | None:
+    """A run, its trace, its children (ids) and the definition it ran; None when it is not
+    in the history or is another workspace's."""
+    async with engine.connect() as conn:
+        row = (await conn.execute(sa.select(runs).where(runs.c.execution_id == execution_id))
+               ).first()
+        if row is None or not owner.sees(row.root_published_tool_id):
+            return None
+        trace = list(await conn.execute(sa.select(steps).where(steps.c.execution_id ==
+                                                               execution_id)
+                                        .order_by(steps.c.seq)))
+        children = list(await conn.execute(
+            sa.select(runs.c.execution_id).where(runs.c.parent_execution_id == execution_id)
+            .order_by(runs.c.started_ms)))
+        forks = list(await conn.execute(
+            sa.select(runs.c.execution_id).where(runs.c.forked_from_execution_id ==
+                                                 execution_id).order_by(runs.c.started_ms)))
+        published = None
+        if row.def_hash:
+            published = (await conn.execute(sa.select(definitions.c.definition)
+                                            .where(definitions.c.def_hash == row.def_hash))
+                         ).scalar()
+    out = run_json(row)
+    out["steps"] = [step_json(s) for s in trace]
+    out["children"] = [c.execution_id for c in children]
+    out["forks"] = [f.execution_id for f in forks]
+    out["published"] = published
+    return out

@@ -1,0 +1,99 @@
+"""``POST /api/executions/{id}/fork``: a finished run again from one of its blocks, through the
+normal runtime (real worker, real API, SQLite history)."""
+
+from __future__ import annotations
+
+from tests.api.support import Api
+from tests.core.tools import http, ret, script, to, tool
+from tests.harness import Harness
+from tests.history.test_api import both, caught_up
+from tests.support.http import LoopbackServer
+
+__all__ = ["both"]
+
+
+async def test_a_fork_from_a_block_reruns_only_the_rest_with_a_changed_variable(
+        both: tuple[Harness, Api], http_server: LoopbackServer) -> None:
+    h, api = both
+    http_server.route("GET", "/side-effect", {"done": True})
+    await h.put_tool("pt-f", tool(
+        "h", http("h", http_server.base + "/side-effect", to("s"), responseStatusVariable="st"),
+        script("s", "return 'hi ' + name", "greet", to("r"), inputs={"name": "{{name}}"}),
+        ret("r", "{{greet}}")))
+    original = await h.run("pt-f", inputs={"name": "Ana"}, contact="c-7")
+    assert original.ok and original.result == "hi Ana"
+    await caught_up(h)
+    assert len(http_server.requests) == 1
+
+    forked = await api.ok("POST", f"/executions/{original.executionId}/fork",
+                          params={"wait": "true"},
+                          json={"fromBlockId": "s", "variables": {"name": "Bia"}})
+    assert forked["result"]["ok"] and forked["result"]["result"] == "hi Bia"
+    assert forked["forkedFrom"] == {"executionId": original.executionId, "blockId": "s"}
+    assert len(http_server.requests) == 1  # the block before the fork point did not run again
+    blocks = [e["blockId"] for e in forked["trace"] if e["type"] == "block"]
+    assert blocks == ["s", "r"]
+    # the original command's reply stream got nothing more: one answer, the original's
+    results = await h.stream(h.keys.results)
+    assert [r["commandId"] for r in results].count(forked["commandId"]) == 0
+
+    await caught_up(h)
+    fork_run = await api.ok("GET", f"/executions/{forked['executionId']}/history")
+    assert fork_run["forkedFrom"] == forked["forkedFrom"] and fork_run["contactId"] == "c-7"
+    before = await api.ok("GET", f"/executions/{original.executionId}/history")
+    assert before["forks"] == [forked["executionId"]] and before["result"] == "hi Ana"
+    listed = await api.ok("GET", "/executions", params={"state": "finished",
+                                                        "publishedToolId": "pt-f"})
+    assert {r["executionId"] for r in listed["executions"]} == {original.executionId}
+
+
+async def test_a_fork_with_an_edited_definition_runs_that_definition(
+        both: tuple[Harness, Api]) -> None:
+    h, api = both
+    await h.put_tool("pt-e", tool("s", script("s", "return 'v1'", "v", to("r")),
+                                  ret("r", "{{v}}")))
+    original = await h.run("pt-e")
+    await caught_up(h)
+    fixed = tool("s", script("s", "return 'v2'", "v", to("r")), ret("r", "{{v}}!"))
+    forked = await api.ok("POST", f"/executions/{original.executionId}/fork",
+                          params={"wait": "true"}, json={"fromBlockId": "s", "definition": fixed})
+    assert forked["result"]["result"] == "v2!"
+
+
+async def test_a_fork_is_refused_for_an_unreached_block_a_viewer_and_a_missing_run(
+        both: tuple[Harness, Api]) -> None:
+    h, api = both
+    await h.put_tool("pt-u", tool("r", ret("r", "x"), ret("never", "y")))
+    original = await h.run("pt-u")
+    await caught_up(h)
+    path = f"/executions/{original.executionId}/fork"
+    body = await api.fails("POST", path, 400, json={"fromBlockId": "never"})
+    assert "never reached" in body["message"]
+    body = await api.fails("POST", path, 400, json={"fromBlockId": "nope"})
+    assert "no such block" in body["message"]
+    await api.fails("POST", "/executions/0-none/fork", 404, json={"fromBlockId": "r"})
+    async with api.as_key(await api.new_key(role="viewer")) as viewer:
+        assert (await viewer.post(path, json={"fromBlockId": "r"})).status_code == 403
+
+
+async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) -> None:
+    import asyncio
+    import json
+    import os
+    import sys
+
+    h, _api = both
+    await h.put_tool("pt-c", tool("s", script("s", "return 'n=' + n", "v", to("r"),
+                                              inputs={"n": "{{n}}"}), ret("r", "{{v}}")))
+    original = await h.run("pt-c", inputs={"n": "1"})
+    await caught_up(h)
+    env = {**os.environ, "REDIS_URL": h.url, "CHATFLOW_PREFIX": h.settings.prefix,
+           "CHATFLOW_HISTORY_URL": h.settings.history_url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatflow.handlers.cli", "fork", original.executionId,
+        "--from", "s", "--var", "n=2", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["result"] == "n=2" and answer["forkedFrom"]["blockId"] == "s"
