@@ -1,7 +1,7 @@
 """Execution events and their event logs, turned into history rows, secrets masked.
 
-The event on ``stream:tool-executions`` says a run ended; its trace is the execution's own
-event log (``{cf:N}:events:<execId>``), which lives only ``CHATFLOW_STATE_TTL_S`` (1 h by
+The event on ``stream:tool-executions`` says a run ended; its trace is the execution's
+entries in its tree's event log (``{cf:N}:log:<rootId>``), which lives only ``CHATFLOW_STATE_TTL_S`` (1 h by
 default). So the trace is read when the event is consumed, right after the run ended. A log
 already gone (a projection that was down longer than the TTL, a Valkey restart without
 persistence) leaves the run's row with ``trace = 'expired'`` and no steps.
@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from chatflow.runtime.state import LogEntry
+from chatflow.runtime.state import LogEntry, decode_log
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import Keys
@@ -28,7 +28,6 @@ from ..redaction import redact
 from ..redis_client import Client, Entry
 
 _event = msgspec.json.Decoder(ToolExecutionStreamEvent)
-_entry = msgspec.json.Decoder(LogEntry)
 MAX_TEXT = 64 * 1024  # a result or a message longer than this is cut: rows stay bounded
 _STATUS = {"tool_timeout": "timeout", "execution_cancelled": "cancelled"}
 
@@ -36,12 +35,6 @@ _STATUS = {"tool_timeout": "timeout", "execution_cancelled": "cancelled"}
 def masked(value: Any) -> Any:
     """``redact`` with room for 32 levels of nesting (its own start allows 6)."""
     return redact(value, -26)
-
-
-def decode_log(fields: dict[bytes, bytes]) -> LogEntry:
-    """One event-log entry. The one place the history decodes the log: the same decoding as
-    ``handlers.client.trace`` (replay's input)."""
-    return _entry.decode(fields[b"d"])
 
 
 @dataclass(slots=True)
@@ -92,20 +85,36 @@ def parse_events(entries: list[Entry]) -> list[tuple[str, ToolExecutionStreamEve
 
 
 async def read_logs(client: Client, keys: Keys, exec_ids: list[str]) -> dict[str, list[LogEntry]]:
-    """The event logs of ``exec_ids``, one pipelined round trip (ids that name no partition
-    are left out)."""
-    wanted: list[str] = []
+    """The event logs of ``exec_ids``, in one pipelined round trip (ids that name no
+    partition are left out). A tree's log is one string of its root (``Keys.log``), a line
+    per transition, decoded by the runtime's one decoder (``runtime.state.decode_log``); a
+    tree the previous version started also has per-execution streams (``Keys.events``),
+    whose entries come first, as in ``handlers.client.trace``."""
+    wanted: list[tuple[str, int, str]] = []
+    for exec_id in exec_ids:
+        try:
+            partition = keys.partition_of_exec(exec_id)
+        except ValueError:
+            continue
+        wanted.append((exec_id, partition, exec_id.split(".", 1)[0]))
+    if not wanted:
+        return {}
+    roots = list(dict.fromkeys((p, root) for _e, p, root in wanted))
     async with client.pipeline(transaction=False) as pipe:
-        for exec_id in exec_ids:
-            try:
-                partition = keys.partition_of_exec(exec_id)
-            except ValueError:
-                continue
-            wanted.append(exec_id)
+        for partition, root in roots:
+            pipe.get(keys.log(partition, root))
+        for exec_id, partition, _root in wanted:
             pipe.xrange(keys.events(partition, exec_id))
-        replies = await pipe.execute() if wanted else []
-    return {exec_id: [decode_log(fields) for _id, fields in reply]
-            for exec_id, reply in zip(wanted, replies, strict=True)}
+        replies = await pipe.execute()
+    by_exec: dict[str, list[LogEntry]] = {}
+    for raw in replies[:len(roots)]:
+        for entry in decode_log(raw or b""):
+            by_exec.setdefault(entry.execId, []).append(entry)
+    out: dict[str, list[LogEntry]] = {}
+    for (exec_id, _p, _r), old in zip(wanted, replies[len(roots):], strict=True):
+        out[exec_id] = ([e for _id, fields in old for e in decode_log(fields[b"d"])]
+                        + by_exec.get(exec_id, []))
+    return out
 
 
 def _contact(log: list[LogEntry]) -> str | None:
