@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -92,16 +93,29 @@ class HistoryProjection:
         return captured, defs
 
     async def _definitions(self, captured: list[Captured]) -> dict[str, Any]:
-        refs = list(dict.fromkeys((c.partition, c.def_hash) for c in captured
-                                  if c.def_hash and c.partition is not None))
+        """The definitions the runs used, by content hash: the tree's copy, else the published
+        tool itself while its hash still matches (a tree answered in the hop that took its
+        command writes no copy: handlers/store.py)."""
+        refs = list(dict.fromkeys((c.partition, c.def_hash, str(c.run.get("published_tool_id") or ""))
+                                  for c in captured if c.def_hash and c.partition is not None))
         if not refs:
             return {}
         async with self.client.pipeline(transaction=False) as pipe:
-            for partition, digest in refs:
+            for partition, digest, _pt in refs:
                 pipe.get(self.keys.definition(int(partition or 0), str(digest)))
-            blobs = await pipe.execute()
+            copies = await pipe.execute()
+        missing = [(i, refs[i][2]) for i, blob in enumerate(copies) if blob is None and refs[i][2]]
+        if missing:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for _i, pt in missing:
+                    pipe.get(self.keys.tool(pt))
+                tools = await pipe.execute()
+            for (i, _pt), raw in zip(missing, tools, strict=True):
+                # Published again since: not the definition the run used.
+                if raw is not None and hashlib.sha1(raw, usedforsecurity=False).hexdigest() == refs[i][1]:
+                    copies[i] = raw
         out: dict[str, Any] = {}
-        for (_p, digest), blob in zip(refs, blobs, strict=True):
+        for (_p, digest, _pt), blob in zip(refs, copies, strict=True):
             if blob is None:
                 continue
             try:
