@@ -165,12 +165,20 @@ def test_the_readme_producer_example_works_word_for_word_against_up(up: Up) -> N
             link = tools / name
             if not link.exists():
                 link.symlink_to(cli)
-        script = "\n".join(["set -e", export, *commands])
-        run = subprocess.run(["bash", "-c", script], cwd=up.cwd, capture_output=True, text=True,
-                             timeout=PRODUCER_TIMEOUT_S,
-                             env={**up.env, "PATH": f"{tools}{os.pathsep}{up.env['PATH']}"})
-        assert run.returncode == 0, run.stdout + run.stderr
-        lines = run.stdout.splitlines()  # redis-cli, not on a terminal: one raw value a line
+        env = {**up.env, "PATH": f"{tools}{os.pathsep}{up.env['PATH']}"}
+        lines = []
+        for command in commands:
+            if " XREAD " in command:
+                # The README blocks 5 s; a loaded machine may answer later: wait for the
+                # result here (an event, not a sleep), then run its line as written.
+                waiting = redis.Redis.from_url(up.url)
+                assert waiting.xread({"stream:tool-results": "0"}, block=60_000, count=1)
+                waiting.close()
+            run = subprocess.run(["bash", "-c", f"set -e\n{export}\n{command}"], cwd=up.cwd,
+                                 capture_output=True, text=True, timeout=PRODUCER_TIMEOUT_S,
+                                 env=env)
+            assert run.returncode == 0, run.stdout + run.stderr
+            lines += run.stdout.splitlines()  # redis-cli off a terminal: one raw value a line
     else:  # no CLI binary to be had: the same arguments through redis-py
         url = subprocess.run(["bash", "-c", f"{export}; printf %s \"$REDIS_URL\""], cwd=up.cwd,
                              capture_output=True, text=True, timeout=30).stdout
