@@ -52,6 +52,10 @@ class ThreadLane:
     def evals(self) -> int:
         return self._executor.evals
 
+    @property
+    def startup_s(self) -> float:
+        return 0.0  # the context is created inside a batch's own time budget
+
     def _main(self) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)

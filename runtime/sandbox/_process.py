@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -20,6 +21,10 @@ from ._types import SCRIPT_ERROR, SCRIPT_MEMORY, ScriptLimits, ScriptOutcome
 
 # Beyond the worker's own per-batch time budgets, how long before it counts as hung.
 GUARD_SLACK_S = 5.0
+# How long a new worker may take to say hello (start Python, import, set up V8). Apart from
+# the batch guard: on a loaded machine a start took over 5 s, and the first batch was
+# reported as a crash of the script ("script engine crashed").
+STARTUP_TIMEOUT_S = 60.0
 _STDERR_TAIL = 8192
 
 
@@ -51,7 +56,21 @@ class WorkerProcess:
             env=dict(env),
             limit=2**31,
         )
-        return cls(proc)
+        worker = cls(proc)
+        await worker._hello()
+        return worker
+
+    async def _hello(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        try:
+            async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                header = await stdout.readexactly(HEADER.size)
+                decode_response(await stdout.readexactly(HEADER.unpack(header)[0]))
+        except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
+            self.kill()
+            await asyncio.wait({self._stderr_task}, timeout=1.0)
+            raise WorkerCrashed(f"did not start: {self.stderr_tail()}") from exc
 
     async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
         stdin, stdout = self._proc.stdin, self._proc.stdout
@@ -119,6 +138,7 @@ class ProcessExecutor:
         self._discarded: list[WorkerProcess] = []  # killed, not yet reaped
         self.evals = 0
         self.workers_started = 0
+        self.startup_s = 0.0  # time spent starting workers: not the scripts' time
 
     @property
     def contexts_created(self) -> int:
@@ -132,7 +152,11 @@ class ProcessExecutor:
         return worker.pid if worker is not None else None
 
     async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
-        worker = await self._current_worker()
+        try:
+            worker = await self._current_worker()
+        except WorkerCrashed as crash:  # no job's fault: each gets the reason
+            return [ScriptOutcome.failure(
+                SCRIPT_ERROR, f"script engine failed to start ({str(crash)[:200]})")] * len(jobs)
         self.evals += 1
         try:
             outcomes = await worker.execute(jobs)
@@ -156,7 +180,11 @@ class ProcessExecutor:
             self._discard_worker()
             worker = None
         if worker is None:
-            worker = await WorkerProcess.start(self._limits, self._env)
+            began = time.monotonic()
+            try:
+                worker = await WorkerProcess.start(self._limits, self._env)
+            finally:
+                self.startup_s += time.monotonic() - began
             self._worker = worker
             self.workers_started += 1
         return worker

@@ -24,6 +24,11 @@ async def serve(limits: ScriptLimits, out_fd: int) -> None:
     reader = asyncio.StreamReader(limit=2**31)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     lane = ThreadLane(limits)
+    # Hello: the parent times each batch only from here, so a slow start (a loaded machine
+    # importing Python and V8) is never mistaken for a hung script.
+    hello = memoryview(encode_response(0, []))
+    while hello:
+        hello = hello[os.write(out_fd, hello) :]
     try:
         while True:
             try:

@@ -37,6 +37,9 @@ class _Lane(Protocol):
     @property
     def evals(self) -> int: ...
 
+    @property
+    def startup_s(self) -> float: ...
+
     async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]: ...
 
     def close(self) -> None: ...
@@ -228,7 +231,7 @@ the free lanes), and runs it in one eval. Jobs a batch did not
                     self._slow.popitem(last=False)
 
     async def _run_batch(self, lane: _Lane, batch: list[tuple[str, _Pending]]) -> None:
-        started = time.monotonic()
+        started, startup_before = time.monotonic(), lane.startup_s
         try:
             outcomes = await lane.execute([job for _, (job, _) in batch])
         except BaseException as exc:
@@ -245,7 +248,10 @@ the free lanes), and runs it in one eval. Jobs a batch did not
                 future.set_result(outcome)
         for owner, items in unrun.items():
             self._queue.push_front(owner, items)
-        self._learn(batch, time.monotonic() - started, bool(unrun))
+        # A worker's start-up is not the scripts' time: counted, it marked the first owner
+        # on a fresh lane slow (batches of one) whenever the machine was loaded.
+        spent = time.monotonic() - started - (lane.startup_s - startup_before)
+        self._learn(batch, spent, bool(unrun))
 
     @staticmethod
     def _fail(items: list[_Pending], error: Exception) -> None:

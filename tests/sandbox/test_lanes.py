@@ -14,6 +14,7 @@ from tests.sandbox.sandbox_helpers import RUNAWAY, run
 
 BUSY = "const end = Date.now() + ms; while (Date.now() < end) {} return ms;"
 FAIR_LIMITS = ScriptLimits(timeout_ms=1000, max_memory_bytes=64 * 1024 * 1024)
+RUNAWAY_LIMITS = ScriptLimits(timeout_ms=240_000, max_memory_bytes=64 * 1024 * 1024)
 
 
 async def _finish_order(box: ScriptSandbox, jobs: list[tuple[str, ScriptJob]]) -> list[str]:
@@ -67,8 +68,11 @@ def test_the_number_of_lanes_defaults_to_the_cores() -> None:
 async def test_closing_right_after_a_runaway_script_is_cancelled_is_safe(isolation: str) -> None:
     # The old engine freed its context from another thread right after cancelling an eval;
     # the late callback then freed a value through the freed context (exit code 139).
+    # The runaway's own limit is far beyond the test's steps: with a 1 s limit, on a loaded
+    # machine, starting the second lane's worker for "return 1" took longer than that and
+    # the runaway ended by its timeout before close() ("DID NOT RAISE").
     for _ in range(5):
-        box = ScriptSandbox(FAIR_LIMITS, isolation=isolation)  # type: ignore[arg-type]
+        box = ScriptSandbox(RUNAWAY_LIMITS, isolation=isolation, lanes=2)  # type: ignore[arg-type]
         doomed = asyncio.ensure_future(box.run(ScriptJob(RUNAWAY, {})))
         assert (await run(box, "return 1")).value == 1
         box.close()
@@ -125,3 +129,22 @@ def test_a_lane_keeps_working_from_one_event_loop_to_the_next() -> None:
         assert asyncio.run(run(box, "return 2")).value == 2
     finally:
         box.close()
+
+
+async def test_a_worker_that_starts_slowly_is_not_taken_for_a_crashed_script(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A loaded machine, made certain: the worker's interpreter spends 1.5 s before it even
+    # imports the sandbox, three times the hang guard's slack. The first batch used to be
+    # timed from the spawn and reported "script engine crashed".
+    from chatflow.runtime.sandbox import _process
+
+    monkeypatch.setattr(_process, "GUARD_SLACK_S", 0.5)
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(1.5)\n")
+    box = ScriptSandbox(FAIR_LIMITS, isolation="process", lanes=1,
+                        child_env={"PYTHONPATH": str(tmp_path)})
+    try:
+        outcome = await run(box, "return 41 + 1")
+        assert outcome.ok and outcome.value == 42, outcome
+    finally:
+        await box.aclose()
