@@ -42,7 +42,10 @@ BLOCK_TYPES = frozenset({"httpCall", "executeScript", "callEndpoint", "callTool"
                          "callAI", "return"})
 GUARDRAILS = {"tool_timeout": "timeout", "tool_loop": "hops", "tool_cycle": "cycle",
               "tool_depth_exceeded": "depth", "tool_invocations_exceeded": "invocations",
-              "render_too_large": "render_size", "http_response_too_large": "response_size"}
+              "render_too_large": "render_size", "http_response_too_large": "response_size",
+              "http_body_too_large": "response_size", "ai_output_too_large": "ai_output_size",
+              "script_result_too_large": "script_result_size",
+              "variables_too_large": "variables_size"}
 _CODE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 OTHER = "other"
 UNKNOWN = "unknown"  # executions of publishedToolIds that do not exist
@@ -115,6 +118,9 @@ STREAM_LENGTH = Gauge("chatflow_stream_length", "Stream length (XLEN)", ["stream
 INFLIGHT = Gauge("chatflow_executions_in_flight", "Root executions with a pending deadline",
                  registry=REGISTRY)
 UP = Gauge("chatflow_worker_up", "1 while this process's subscribers run", registry=REGISTRY)
+READY = Gauge("chatflow_worker_ready", "1 while this worker's /health/ready answers 200 "
+              "(Valkey answers and takes writes, every reader reads); set at each scrape",
+              registry=REGISTRY)
 
 
 TREE_END_REASONS = ("deadline_timeout", "dead_lettered", "cancelled")

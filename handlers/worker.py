@@ -144,7 +144,10 @@ class Worker:
         self._reading: list[asyncio.Task[None]] = []
         self._lost_logged_at = -LOST_LOG_EVERY_S
         self._lost_suppressed = 0
+        # OOM rejections seen by the last readiness probe, and by the last scrape: each
+        # compares with its own previous look, so a scrape never hides one from the probe.
         self._oom_seen: int | None = None
+        self._oom_seen_scrape: int | None = None
         self.readers = self._make_readers()
 
     # -- wiring ----------------------------------------------------------------
@@ -329,17 +332,26 @@ class Worker:
                           retention_ms=self.settings.executions_retention_s * 1000)
 
     async def _refresh_gauges(self) -> None:
+        # chatflow_worker_ready: what /health/ready would answer, for the
+        # ChatflowWorkersNotReady alert (a worker up but not ready for 5 minutes).
+        ok, _why, self._oom_seen_scrape = await self._readiness(self._oom_seen_scrape)
+        prom.READY.set(int(ok))
         await prom.refresh_streams(self.client, self.keys)
 
     async def ready(self) -> tuple[bool, str]:
         """Ready: Redis answers and accepts writes, and every reader reads."""
+        ok, why, self._oom_seen = await self._readiness(self._oom_seen)
+        return ok, why
+
+    async def _readiness(self, oom_seen: int | None) -> tuple[bool, str, int | None]:
         try:
             await self.client.ping()
         except RedisError as exc:
-            return False, f"redis unreachable: {exc}"
-        trouble, self._oom_seen = await memory_trouble(self.client, self._oom_seen)
-        if trouble:
-            return False, trouble
+            return False, f"redis unreachable: {exc}", oom_seen
+        trouble, oom_seen = await memory_trouble(self.client, oom_seen)
+        return (False, trouble, oom_seen) if trouble else (*self._readers_ready(), oom_seen)
+
+    def _readers_ready(self) -> tuple[bool, str]:
         subs = len(self.readers)
         stopped = [r for r in self.readers if not r.reading]
         if not self._reading or not self._loops:

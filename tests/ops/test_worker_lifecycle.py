@@ -130,9 +130,13 @@ async def get(port: int, path: str) -> httpx.Response:
         return await http.get(path)
 
 
-async def worker_up(port: int) -> float:
+async def gauge(port: int, name: str) -> float:
     fams = {f.name: f for f in text_string_to_metric_families((await get(port, "/metrics")).text)}
-    return fams["chatflow_worker_up"].samples[0].value
+    return fams[name].samples[0].value
+
+
+async def worker_up(port: int) -> float:
+    return await gauge(port, "chatflow_worker_up")
 
 
 async def test_a_reader_that_cannot_resume_fails_liveness_and_the_up_gauge_until_it_heals(
@@ -144,6 +148,7 @@ async def test_a_reader_that_cannot_resume_fails_liveness_and_the_up_gauge_until
     await bare.start_worker(metrics_port=port, metrics_host="127.0.0.1", claim_idle_ms=500)
     assert (await get(port, "/health/live")).status_code == 200
     assert await worker_up(port) == 1
+    assert await gauge(port, "chatflow_worker_ready") == 1  # what ChatflowWorkersNotReady reads
     await bare.client.delete(bare.keys.commands)
     await bare.client.set(bare.keys.commands, "not a stream")
 
@@ -155,6 +160,7 @@ async def test_a_reader_that_cannot_resume_fails_liveness_and_the_up_gauge_until
     assert "cannot resume" in live.text and "WRONGTYPE" in live.text
     assert await worker_up(port) == 0
     assert (await get(port, "/health/ready")).status_code == 503
+    assert await gauge(port, "chatflow_worker_ready") == 0
 
     await bare.client.delete(bare.keys.commands)  # the groups can be recreated again
 
