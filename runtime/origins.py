@@ -22,7 +22,11 @@ def parse_url(url: str) -> URL:
     """The URL as Outbound sends it; ValueError for one with whitespace or control characters."""
     if not isinstance(url, str) or any(c in _CONTROL for c in url):
         raise ValueError("a URL may not contain spaces or control characters")
-    return URL(url)
+    # An ASCII URL is sent as written: interpolation already percent-encoded each variable
+    # for where it stands (``..%2Fadmin%3Fx%3D1``), and yarl's requoting would decode some
+    # of it again (``%3D`` -> ``=``). Only a URL with other characters (an IDN host, a raw
+    # accented path) is left to yarl to encode.
+    return URL(url, encoded=url.isascii())
 
 
 def origin_of(url: str) -> str:

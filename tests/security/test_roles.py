@@ -122,6 +122,8 @@ async def test_a_viewer_key_reads_every_route_but_the_admin_ones(api: Api) -> No
     async with api.as_key(await api.new_key("default", "viewer")) as viewer:
         for method, path in reads:
             expected = {403} if path in ("/api/audit", "/api/keys") else {200, 404}
+            if path.endswith("/history"):  # no CHATFLOW_HISTORY_URL here: says so, to anyone
+                expected = {503}
             async with viewer.stream(method, path.removeprefix("/api")) as response:
                 # An event stream never ends: its status is the whole answer.
                 live = response.headers.get("content-type", "").startswith("text/event-stream")

@@ -295,21 +295,31 @@ export async function builderPage(ctx, toolId, newName) {
 
   // -- the JSON view ------------------------------------------------------------------------
   let timer = null;
+  // Applies the JSON view to the definition; false when it is not a JSON object.
+  function applyJson() {
+    timer = null;
+    const [parsed, error] = parseJson(doc.value, "JSON");
+    if (error || typeof parsed !== "object" || Array.isArray(parsed) || parsed === null) {
+      serverProblems = [{ path: "$", message: error || "the definition must be a JSON object" }];
+      renderProblems();
+      return false;
+    }
+    def = parsed;
+    if (!def.blocks || typeof def.blocks !== "object") def.blocks = {};
+    hist.push(json(def), "json");
+    refresh({ from: "json", form: true });
+    return true;
+  }
   doc.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      const [parsed, error] = parseJson(doc.value, "JSON");
-      if (error || typeof parsed !== "object" || Array.isArray(parsed) || parsed === null) {
-        serverProblems = [{ path: "$", message: error || "the definition must be a JSON object" }];
-        renderProblems();
-        return;
-      }
-      def = parsed;
-      if (!def.blocks || typeof def.blocks !== "object") def.blocks = {};
-      hist.push(json(def), "json");
-      refresh({ from: "json", form: true });
-    }, 250);
+    timer = setTimeout(applyJson, 250);
   });
+  // A save right after typing in the JSON (within the debounce) saves what was typed.
+  function flushJson() {
+    if (timer === null) return;
+    clearTimeout(timer);
+    if (!applyJson()) throw new Error("the JSON view is not a valid definition: fix it before saving");
+  }
   ctx.onLeave(() => clearTimeout(timer));
 
   // -- agents configuration: visible only while enabledForAI is on -----------------------------
@@ -370,6 +380,7 @@ export async function builderPage(ctx, toolId, newName) {
 
   // -- save, publish, trash -------------------------------------------------------------------
   async function save() {
+    flushJson();
     let saved;
     if (toolId === null) {
       saved = await api("POST", "/tools", { name: name.value, description: description.value || null, definition: def });
