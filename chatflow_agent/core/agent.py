@@ -9,6 +9,7 @@ from ..errors import ToolSchemaError
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
 from .contracts import AgentTool
+from .durations import check_seconds
 from .output import FINAL_RESULT_TOOL, OutputSchema
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ class Agent:
 
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
-        if tool_timeout is not None and tool_timeout <= 0:
-            raise ValueError("tool_timeout must be a positive number of seconds")
+        if tool_timeout is not None:
+            tool_timeout = check_seconds(tool_timeout, "tool_timeout")
         self.name = name
         self.instructions = instructions
         self.model = model

@@ -13,6 +13,7 @@ from ..errors import MaxTurnsExceeded, OutputValidationError
 from ..tools.execution import run_sync
 from .agent import Agent
 from .context import RunContext
+from .durations import check_seconds
 from .events import FinalEvent, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
 from .hooks import RunHooks
 from .memory import SessionStore
@@ -38,7 +39,7 @@ class Runner:
     ) -> None:
         self.starting_agent = starting_agent
         self.session_store = session_store if session_store is not None else SessionStore()
-        self.timeout = timeout
+        self.timeout = check_seconds(timeout, "timeout")
         self.hooks = hooks if hooks is not None else RunHooks()
 
     def run(

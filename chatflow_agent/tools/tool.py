@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from ..core.context import current_run_context
+from ..core.durations import check_seconds
 from ..errors import ToolExecutionError
 from ..schema import JsonSchemaRenderer, describe_function, render_gemini
 from ..schema.declarations import ProviderDeclarations
@@ -57,8 +58,8 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         timeout: float | None = None,
         localns: dict[str, Any] | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        if timeout is not None:
+            timeout = check_seconds(timeout, "timeout")
         kind: MethodKind = "function"
         inner: Any = func
         if isinstance(func, classmethod | staticmethod):
@@ -75,7 +76,10 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         self._localns = localns if localns is not None else _caller_locals(2)
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(inner)
-        self._describe(skip_first=kind == "classmethod")
+        # A method's schema is built here, before __set_name__ says it is one: leave
+        # ``self`` out now, or a RunContext after it is walked as a parameter.
+        method_like = kind == "function" and _first_parameter(func) == "self" and _in_class_body(func)
+        self._describe(skip_first=kind == "classmethod" or method_like)
 
     def _describe(self, *, skip_first: bool) -> None:
         name, description = self._overrides
