@@ -134,6 +134,13 @@ def _parameter(
         field = default
         default = NO_DEFAULT if field.default is PydanticUndefined else field.default
         factory = field.default_factory  # type: ignore[assignment]
+    if field is None and default is NO_DEFAULT and annotation is not EMPTY:
+        # Annotated[T, Field(default=...)] gives the default inside the annotation.
+        field = next((m for m in split_annotated(annotation)[1] if isinstance(m, FieldInfo)), None)
+        if field is not None:
+            default = NO_DEFAULT if field.default is PydanticUndefined else field.default
+            factory = field.default_factory  # type: ignore[assignment]
+            field = None  # its description and constraints come with the annotation already
     if annotation is EMPTY:
         node: Node = ScalarNode(kind="string")
     else:

@@ -277,15 +277,34 @@ def _warn_in_loop() -> None:
     )
 
 
+_FRAMES_SEARCHED = 8
+
+
 def _caller_locals(depth: int) -> dict[str, Any] | None:
-    """The local names of the frame ``depth`` levels up, to resolve annotations with."""
+    """The local names of the callers from ``depth`` levels up, to resolve annotations with.
+
+    Not only the immediate caller: ``[tool(f) for f in funcs]`` runs in the
+    comprehension's own frame on 3.11, and a helper calling ``tool(fn)`` is not
+    where ``fn``'s types live. Frames are read outwards up to module level (the
+    function's own globals cover that), nearer names winning, at most
+    ``_FRAMES_SEARCHED`` of them.
+    """
     try:
-        frame = sys._getframe(depth)
+        frame: types.FrameType | None = sys._getframe(depth)
     except ValueError:
         return None
-    if frame.f_locals is frame.f_globals:
-        return None  # module level: the function's own globals already have these
-    return dict(frame.f_locals)
+    chain: list[dict[str, Any]] = []
+    while frame is not None and len(chain) < _FRAMES_SEARCHED:
+        if frame.f_locals is frame.f_globals:
+            break  # module level: the function's own globals already have these
+        chain.append(frame.f_locals)
+        frame = frame.f_back
+    if not chain:
+        return None
+    merged: dict[str, Any] = {}
+    for names in reversed(chain):
+        merged.update(names)
+    return merged
 
 
 def _copy(schema: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,12 @@ function, build its tool, compare the schema (or the call) with what is expected
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired
 
 import pytest
+from pydantic import Field
+from typing_extensions import TypedDict
 
 from chatflow_agent import Agent, RunContext, Runner, Tool, tool
 from chatflow_agent.core.messages import ToolResult
@@ -97,3 +100,72 @@ def test_an_integer_timeout_is_accepted_as_seconds() -> None:
         return 1
 
     assert f.timeout == 2.0
+
+
+# -- 3. pydantic-ai test_function_schema / typed dicts under `from __future__ import annotations`
+
+
+class _Options(TypedDict):
+    query: str
+    limit: NotRequired[int]
+
+
+def test_a_typed_dict_not_required_key_is_optional_in_the_schema_and_the_validator() -> None:
+    @tool
+    def search(options: _Options) -> str:
+        return f"{options['query']}:{options.get('limit', 10)}"
+
+    schema = _json_props(search)["options"]
+    assert schema["required"] == ["query"]
+    assert search.execute(options={"query": "pens"}) == "pens:10"
+
+
+# -- 4. pydantic-ai test_tools.py: Annotated[T, Field(default=...)]
+
+
+def test_an_annotated_field_default_makes_the_parameter_optional() -> None:
+    @tool
+    def page(size: Annotated[int, Field(default=20, description="Items per page.")]) -> int:
+        return size
+
+    params = page.to_openai_parameters()
+    assert params.get("required", []) == []
+    assert params["properties"]["size"]["default"] == 20
+    assert params["properties"]["size"]["description"] == "Items per page."
+    assert page.execute() == 20
+    assert page.execute(size=5) == 5
+
+
+# -- 8. openai-agents test_function_tool.py: tools built in a comprehension and by a helper
+
+
+def test_tools_built_in_a_comprehension_resolve_types_local_to_the_enclosing_function() -> None:
+    @dataclass
+    class Point:
+        x: int
+
+    def first(p: Point) -> int:
+        return p.x
+
+    def second(p: Point) -> int:
+        return -p.x
+
+    tools = [tool(f) for f in (first, second)]
+
+    assert [t.name for t in tools] == ["first", "second"]
+    assert tools[0].execute(p={"x": 3}) == 3
+
+
+def _make_tool(fn: Any) -> Tool[Any, Any]:
+    return tool(fn)
+
+
+def test_a_tool_built_by_a_helper_resolves_types_local_to_the_helpers_caller() -> None:
+    @dataclass
+    class Box:
+        size: int
+
+    def measure(box: Box) -> int:
+        return box.size
+
+    assert _make_tool(measure).execute(box={"size": 4}) == 4
