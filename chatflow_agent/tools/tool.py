@@ -230,6 +230,8 @@ class Tool(ProviderDeclarations, Generic[P, R]):
                         exc.__cause__
                     )
                 raise
+        if _loop_running():
+            _warn_in_loop()  # a sync tool blocks the running loop just as an async one does
         args, call_kwargs = self._prepare(kwargs)
         try:
             return self._call(*args, **call_kwargs)

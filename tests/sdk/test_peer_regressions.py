@@ -6,7 +6,9 @@ function, build its tool, compare the schema (or the call) with what is expected
 
 from __future__ import annotations
 
+import asyncio
 import math
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -15,7 +17,9 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from chatflow_agent import Agent, RunContext, Runner, Tool, tool
+from chatflow_agent.core.events import ToolResultEvent
 from chatflow_agent.core.messages import ToolResult
+from chatflow_agent.errors import ProviderConfigError, ToolArgumentsError
 from chatflow_agent.mcp import MCPServerStdio
 
 
@@ -169,3 +173,75 @@ def test_a_tool_built_by_a_helper_resolves_types_local_to_the_helpers_caller() -
         return box.size
 
     assert _make_tool(measure).execute(box={"size": 4}) == 4
+
+
+# -- 11. smaller defects
+
+
+@pytest.mark.parametrize("model", ["gemini-9-nope", "gpt4o", "gemini-"])
+def test_a_model_name_of_no_known_family_is_refused_with_the_valid_prefixes(model: str) -> None:
+    with pytest.raises(ProviderConfigError, match="expected a gemini-"):
+        Agent("a", model=model)
+
+
+@pytest.mark.parametrize(
+    "model", ["gemini-2.5-flash", "gemini-2.0-pro", "gemini-pro", "models/gemini-1.5-flash-8b"]
+)
+def test_real_gemini_model_names_are_accepted(model: str) -> None:
+    assert Agent("a", model=model).model == model
+
+
+def test_a_sync_tool_executed_inside_a_running_loop_warns_that_it_blocks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tool_module = sys.modules["chatflow_agent.tools.tool"]
+    monkeypatch.setattr(tool_module, "_warned_in_loop", False)
+
+    @tool
+    def double(n: int) -> int:
+        return 2 * n
+
+    async def inside_a_loop() -> int:
+        return double.execute(n=2)  # type: ignore[no-any-return]
+
+    with pytest.warns(RuntimeWarning, match="execute_async"):
+        assert asyncio.run(inside_a_loop()) == 4
+
+
+def test_an_unannotated_parameter_advertised_as_string_is_validated_as_one() -> None:
+    @tool
+    def label(name, count=3):  # type: ignore[no-untyped-def]
+        return f"{name}x{count}"
+
+    assert _json_props(label)["count"] == {"type": "string"}
+    with pytest.raises(ToolArgumentsError, match="count"):
+        label.execute(name="a", count=3)
+    assert label.execute(name="a") == "ax3"
+    assert label.execute(name="a", count="7") == "ax7"
+
+
+def test_the_streamed_tool_result_event_and_the_final_event_both_name_it_result() -> None:
+    event = ToolResultEvent(ToolResult("call-1", "f", "ok"))
+    assert event.result is event.tool_result
+
+
+# -- 7. openai-agents test_function_schema.py: callable objects document their __call__
+
+
+def test_a_callable_object_takes_its_description_and_parameter_docs_from_call() -> None:
+    class Greeter:
+        """A greeter object."""
+
+        def __call__(self, name: str) -> str:
+            """Greet someone.
+
+            Args:
+                name: Who to greet.
+            """
+            return f"hi {name}"
+
+    greet = tool(Greeter(), name="greet")
+
+    assert greet.description == "Greet someone."
+    assert _json_props(greet)["name"] == {"type": "string", "description": "Who to greet."}
+    assert greet.execute(name="ann") == "hi ann"
