@@ -245,3 +245,20 @@ def test_a_callable_object_takes_its_description_and_parameter_docs_from_call() 
     assert greet.description == "Greet someone."
     assert _json_props(greet)["name"] == {"type": "string", "description": "Who to greet."}
     assert greet.execute(name="ann") == "hi ann"
+
+
+class _Address(TypedDict):
+    street: str
+    """The street and number."""
+    city: Annotated[str, Field(description="The city, from Field.")]
+    """Not used: Field's description is given."""
+
+
+def test_typed_dict_attribute_docstrings_describe_their_keys() -> None:
+    @tool
+    def ship(to: _Address) -> str:
+        return to["city"]
+
+    props = _json_props(ship)["to"]["properties"]
+    assert props["street"] == {"type": "string", "description": "The street and number."}
+    assert props["city"]["description"] == "The city, from Field."
