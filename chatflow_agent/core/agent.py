@@ -11,6 +11,7 @@ from ..tools import Tool
 from .contracts import AgentTool
 from .durations import check_seconds
 from .output import FINAL_RESULT_TOOL, OutputSchema
+from .usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
@@ -46,6 +47,7 @@ class Agent:
         max_output_tokens: int | None = None,
         tool_timeout: float | None = None,
         output_type: Any = None,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         from ..providers.registry import provider_family
 
@@ -63,6 +65,8 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         # Seconds a tool call may take unless the tool sets its own (@tool(timeout=...)).
         self.tool_timeout = tool_timeout
+        # The most each run may use; Runner.run(usage_limits=...) replaces it for one run.
+        self.usage_limits = usage_limits
         tools = tuple(tools)
         # Toolsets with a run_scope (MCP servers) keep one connection open per run.
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
