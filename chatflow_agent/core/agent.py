@@ -48,6 +48,7 @@ class Agent:
         tool_timeout: float | None = None,
         output_type: Any = None,
         usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         from ..providers.registry import provider_family
 
@@ -67,6 +68,8 @@ class Agent:
         self.tool_timeout = tool_timeout
         # The most each run may use; Runner.run(usage_limits=...) replaces it for one run.
         self.usage_limits = usage_limits
+        # "auto", "required", "none" or a tool's name; None leaves it to the provider (auto).
+        self.tool_choice = tool_choice
         tools = tuple(tools)
         # Toolsets with a run_scope (MCP servers) keep one connection open per run.
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
@@ -77,6 +80,7 @@ class Agent:
         self.output_schema = (
             OutputSchema(output_type, owner=name) if output_type is not None else None
         )
+        self._check_tool_choice()
         if self.output_schema is not None and FINAL_RESULT_TOOL in self._by_name:
             raise ToolSchemaError(
                 f"agent {name!r}: a tool named {FINAL_RESULT_TOOL!r} clashes with output_type, "
@@ -87,6 +91,21 @@ class Agent:
         if strict_tools:
             for agent_tool in self.tools:
                 agent_tool.to_openai_tool(strict=True)
+
+    def _check_tool_choice(self) -> None:
+        choice = self.tool_choice
+        if choice is None:
+            return
+        if self.output_type is not None:
+            raise ValueError(
+                "tool_choice cannot be combined with output_type: the final answer already "
+                "decides how tools are chosen"
+            )
+        if choice not in ("auto", "required", "none") and choice not in self._by_name:
+            raise ValueError(
+                f"tool_choice {choice!r} is not 'auto', 'required', 'none' or a tool of agent "
+                f"{self.name!r} (its tools: {', '.join(sorted(self._by_name)) or 'none'})"
+            )
 
     def _index_tools(self) -> dict[str, AgentTool]:
         if len(self.tools) > MAX_TOOLS_PER_REQUEST:
