@@ -5,8 +5,14 @@ from .core.context import RunContext
 from .core.hooks import RunHooks
 from .core.messages import ToolCall, ToolResult
 from .core.runner import Runner, RunResult
-from .core.usage import Usage
-from .errors import ChatflowAgentError, MaxTurnsExceeded, ToolExecutionError, ToolSchemaError
+from .core.usage import Usage, UsageLimits
+from .errors import (
+    ChatflowAgentError,
+    MaxTurnsExceeded,
+    ToolExecutionError,
+    ToolSchemaError,
+    UsageLimitExceeded,
+)
 from .tools import Tool, tool
 
 __version__ = "0.4.0"
@@ -25,6 +31,8 @@ __all__ = [
     "ToolResult",
     "ToolSchemaError",
     "Usage",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "__version__",
     "tool",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ChatflowAgentError(Exception):
     """Raised when anything in the chatflow_agent SDK fails; the root of its errors."""
@@ -65,6 +67,14 @@ class MaxTurnsExceeded(ChatflowAgentError):
     """Raised when a run needs more model turns than the agent's ``max_turns`` allows."""
 
 
+class UsageLimitExceeded(ChatflowAgentError):
+    """Raised when a run would go over its UsageLimits; ``usage`` is what it used so far."""
+
+    def __init__(self, message: str, *, usage: Any) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
 __all__ = [
     "ChatflowAgentError",
     "ConfigurationError",
@@ -78,4 +88,5 @@ __all__ = [
     "ToolError",
     "ToolExecutionError",
     "ToolSchemaError",
+    "UsageLimitExceeded",
 ]

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from .core.durations import check_seconds
 from .errors import ChatflowAgentError, ToolExecutionError
 from .schema.declarations import ProviderDeclarations
 from .schema.dialects import JsonSchemaRenderer, render_gemini
@@ -52,7 +53,7 @@ class MCPServer(ABC):
 
     def __init__(self, *, name: str, timeout: float = 30.0) -> None:
         self.name = name
-        self.timeout = timeout
+        self.timeout = check_seconds(timeout, "timeout")
         self._session: ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stack: contextlib.AsyncExitStack | None = None

@@ -9,7 +9,9 @@ from ..errors import ToolSchemaError
 from ..schema.limits import MAX_TOOLS_PER_REQUEST
 from ..tools import Tool
 from .contracts import AgentTool
+from .durations import check_seconds
 from .output import FINAL_RESULT_TOOL, OutputSchema
+from .usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
@@ -45,13 +47,15 @@ class Agent:
         max_output_tokens: int | None = None,
         tool_timeout: float | None = None,
         output_type: Any = None,
+        usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         from ..providers.registry import provider_family
 
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
-        if tool_timeout is not None and tool_timeout <= 0:
-            raise ValueError("tool_timeout must be a positive number of seconds")
+        if tool_timeout is not None:
+            tool_timeout = check_seconds(tool_timeout, "tool_timeout")
         self.name = name
         self.instructions = instructions
         self.model = model
@@ -62,6 +66,10 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         # Seconds a tool call may take unless the tool sets its own (@tool(timeout=...)).
         self.tool_timeout = tool_timeout
+        # The most each run may use; Runner.run(usage_limits=...) replaces it for one run.
+        self.usage_limits = usage_limits
+        # "auto", "required", "none" or a tool's name; None leaves it to the provider (auto).
+        self.tool_choice = tool_choice
         tools = tuple(tools)
         # Toolsets with a run_scope (MCP servers) keep one connection open per run.
         self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
@@ -72,6 +80,7 @@ class Agent:
         self.output_schema = (
             OutputSchema(output_type, owner=name) if output_type is not None else None
         )
+        self._check_tool_choice()
         if self.output_schema is not None and FINAL_RESULT_TOOL in self._by_name:
             raise ToolSchemaError(
                 f"agent {name!r}: a tool named {FINAL_RESULT_TOOL!r} clashes with output_type, "
@@ -82,6 +91,21 @@ class Agent:
         if strict_tools:
             for agent_tool in self.tools:
                 agent_tool.to_openai_tool(strict=True)
+
+    def _check_tool_choice(self) -> None:
+        choice = self.tool_choice
+        if choice is None:
+            return
+        if self.output_type is not None:
+            raise ValueError(
+                "tool_choice cannot be combined with output_type: the final answer already "
+                "decides how tools are chosen"
+            )
+        if choice not in ("auto", "required", "none") and choice not in self._by_name:
+            raise ValueError(
+                f"tool_choice {choice!r} is not 'auto', 'required', 'none' or a tool of agent "
+                f"{self.name!r} (its tools: {', '.join(sorted(self._by_name)) or 'none'})"
+            )
 
     def _index_tools(self) -> dict[str, AgentTool]:
         if len(self.tools) > MAX_TOOLS_PER_REQUEST:

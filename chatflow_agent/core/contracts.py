@@ -54,3 +54,15 @@ class AgentConfig(Protocol):
 
     @property
     def output_schema(self) -> OutputSchema | None: ...
+
+    @property
+    def tool_choice(self) -> str | None: ...
+
+
+def turn_tool_choice(agent: AgentConfig, messages: Sequence[Any]) -> str | None:
+    """The agent's ``tool_choice`` for this request; ``None`` (the provider's auto) once the
+    last message is a tool result, so ``required`` or a named tool cannot loop forever
+    (the OpenAI Agents SDK resets it the same way)."""
+    if messages and getattr(messages[-1], "role", None) == "tool":
+        return None
+    return agent.tool_choice

@@ -34,6 +34,11 @@ class ToolResultEvent:
     tool_result: ToolResult
     type: Literal["tool_result"] = field(default="tool_result", repr=False)
 
+    @property
+    def result(self) -> ToolResult:
+        """The same as ``tool_result``: every event with a result names it ``.result``."""
+        return self.tool_result
+
 
 @dataclass(frozen=True)
 class FinalEvent:

@@ -71,7 +71,7 @@ class ToolResult:
         """
         try:
             data = to_jsonable_python(
-                _encode_bytes(value), bytes_mode="base64", inf_nan_mode="null", fallback=repr
+                _encode_bytes(value), bytes_mode="base64", inf_nan_mode="null"
             )
             text = json.dumps(data, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:

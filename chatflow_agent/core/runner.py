@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import MaxTurnsExceeded, OutputValidationError
+from ..errors import MaxTurnsExceeded, OutputValidationError, UsageLimitExceeded
 from ..tools.execution import run_sync
 from .agent import Agent
 from .context import RunContext
+from .durations import check_seconds
 from .events import FinalEvent, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
 from .hooks import RunHooks
 from .memory import SessionStore
@@ -20,6 +21,7 @@ from .messages import Message, ToolCall, ToolResult, UserMessage
 from .output import FINAL_RESULT_TOOL
 from .result import RunResult
 from .tool_calls import CallOutcome, call_tool
+from .usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..providers.base import ModelReply, Provider
@@ -38,7 +40,7 @@ class Runner:
     ) -> None:
         self.starting_agent = starting_agent
         self.session_store = session_store if session_store is not None else SessionStore()
-        self.timeout = timeout
+        self.timeout = check_seconds(timeout, "timeout")
         self.hooks = hooks if hooks is not None else RunHooks()
 
     def run(
@@ -48,6 +50,7 @@ class Runner:
         *,
         context: Any = None,
         hooks: RunHooks | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run one user turn to the model's final answer; blocks until done.
 
@@ -55,7 +58,8 @@ class Runner:
         Runner's for this run.
         """
         return run_sync(
-            self.run_async(session_id, user_message, context=context, hooks=hooks)
+            self.run_async(session_id, user_message, context=context, hooks=hooks,
+                           usage_limits=usage_limits)
         )
 
     async def run_async(
@@ -65,9 +69,10 @@ class Runner:
         *,
         context: Any = None,
         hooks: RunHooks | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run one user turn to the model's final answer."""
-        return await self._run(session_id, user_message, context, hooks, None)
+        return await self._run(session_id, user_message, context, hooks, None, usage_limits)
 
     async def run_streamed(
         self,
@@ -76,6 +81,7 @@ class Runner:
         *,
         context: Any = None,
         hooks: RunHooks | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one user turn, yielding events as they happen; the last is ``final``.
 
@@ -86,7 +92,7 @@ class Runner:
         """
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.create_task(
-            self._run(session_id, user_message, context, hooks, queue.put)
+            self._run(session_id, user_message, context, hooks, queue.put, usage_limits)
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
@@ -106,6 +112,7 @@ class Runner:
         context: Any,
         hooks: RunHooks | None,
         emit: Callable[[StreamEvent], Awaitable[None]] | None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         from ..providers.registry import provider_for_model
 
@@ -113,6 +120,7 @@ class Runner:
         provider = agent.provider or provider_for_model(agent.model)
         history = await self.session_store.load(session_id)
         run = _Run(agent, provider, hooks or self.hooks, session_id, context, emit)
+        run.limits = usage_limits if usage_limits is not None else agent.usage_limits
         run.new.append(UserMessage(user_message))
         async with contextlib.AsyncExitStack() as scopes:
             for toolset in agent.toolsets:
@@ -122,7 +130,7 @@ class Runner:
             client = await scopes.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
             try:
                 await run.loop(history, client)
-            except (MaxTurnsExceeded, OutputValidationError):
+            except (MaxTurnsExceeded, OutputValidationError, UsageLimitExceeded):
                 await self.session_store.append(session_id, run.new)
                 raise
         await self.session_store.append(session_id, run.new)
@@ -149,6 +157,7 @@ class _Run:
         self.result = RunResult(content=None, messages=self.new, session_id=session_id)
         self.context: RunContext[Any] = RunContext(deps, session_id, self.result.usage)
         self.output_retried = False
+        self.limits: UsageLimits | None = None
 
     async def loop(self, history: list[Message], client: httpx.AsyncClient) -> None:
         agent, result = self.agent, self.result
@@ -212,6 +221,8 @@ class _Run:
 
     async def ask(self, history: list[Message], client: httpx.AsyncClient) -> ModelReply:
         messages = [*history, *self.new]
+        if self.limits is not None:
+            self.limits.check_before_request(self.result.usage)
         await self.hooks.on_model_request(self.context, self.agent, messages)
         if self.emit is None:
             reply = await self.provider.complete(self.agent, messages, client)
@@ -219,6 +230,8 @@ class _Run:
             reply = await self.provider.stream(self.agent, messages, client, self._text)
         self.result.turns += 1
         self.result.usage.add(reply.usage)
+        if self.limits is not None:
+            self.limits.check_tokens(self.result.usage)
         self.result.finish_reason = reply.finish_reason
         await self.hooks.on_model_response(self.context, self.agent, reply)
         return reply

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.contracts import turn_tool_choice
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
 from ..core.output import FINAL_RESULT_TOOL
 from ..core.usage import Usage
@@ -64,6 +65,13 @@ class AnthropicProvider(Provider):
             tools.append(agent.output_schema.anthropic_tool())
             body["tool_choice"] = (
                 {"type": "any"} if agent.tools else {"type": "tool", "name": FINAL_RESULT_TOOL}
+            )
+        choice = turn_tool_choice(agent, messages) if agent.tools else None
+        if choice is not None:
+            body["tool_choice"] = (
+                {"type": {"required": "any"}.get(choice, choice)}
+                if choice in ("auto", "required", "none")
+                else {"type": "tool", "name": choice}
             )
         if tools:
             body["tools"] = tools

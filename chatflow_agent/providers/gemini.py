@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.contracts import turn_tool_choice
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from ..core.usage import Usage
 from ..settings import api_key, base_url
@@ -73,6 +74,13 @@ class GeminiProvider(Provider):
                 declarations.append(output.gemini_function())
                 body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
             body["tools"] = [{"functionDeclarations": declarations}]
+            choice = turn_tool_choice(agent, messages)
+            if choice is not None:
+                mode = {"auto": "AUTO", "required": "ANY", "none": "NONE"}.get(choice, "ANY")
+                calling: dict[str, Any] = {"mode": mode}
+                if mode == "ANY" and choice != "required":
+                    calling["allowedFunctionNames"] = [choice]
+                body["toolConfig"] = {"functionCallingConfig": calling}
         config: dict[str, Any] = {}
         if agent.temperature is not None:
             config["temperature"] = agent.temperature

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.contracts import turn_tool_choice
 from ..core.messages import AssistantMessage, Message, ToolCall, UserMessage
 from ..core.usage import Usage
 from ..settings import api_key, base_url
@@ -60,6 +61,11 @@ class OpenAIProvider(Provider):
         body: dict[str, Any] = {"model": agent.model, "messages": wire}
         if agent.tools:
             body["tools"] = [t.to_openai_tool(strict=agent.strict_tools) for t in agent.tools]
+            choice = turn_tool_choice(agent, messages)
+            if choice in ("auto", "required", "none"):
+                body["tool_choice"] = choice
+            elif choice is not None:
+                body["tool_choice"] = {"type": "function", "function": {"name": choice}}
         if agent.output_schema is not None:
             body["response_format"] = agent.output_schema.openai_response_format()
         if agent.temperature is not None:

@@ -8,7 +8,12 @@ from ..errors import ProviderConfigError
 from .base import Provider
 
 _FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("gemini", re.compile(r"^(models/)?gemini-")),
+    # A version (optional: "gemini-pro") and a known variant, so "gemini-9-nope" is refused
+    # like "gpt4o" rather than sent to the API to fail there.
+    (
+        "gemini",
+        re.compile(r"^(models/)?gemini-(\d+(\.\d+)?-)?(pro|flash|ultra|nano|exp|embedding|live)\b"),
+    ),
     # Fine-tuned models are named "ft:<base model>:<org>:<suffix>:<id>".
     ("openai", re.compile(r"^(ft:)?(gpt-|chatgpt-|o\d)")),
     ("anthropic", re.compile(r"^claude-")),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from dataclasses import dataclass, field
 
@@ -36,11 +35,33 @@ def _clean(parts: list[str]) -> str:
     return " ".join(part.strip() for part in parts if part.strip())
 
 
+def _dedent(doc: str) -> list[str]:
+    """The docstring's lines with the common margin removed, a header on line one kept as one.
+
+    ``inspect.cleandoc`` strips the first line and dedents the others separately,
+    so after ``Args:`` on the first line its entries sit at the header's own
+    indent and read as the end of the section. The lines after such a header
+    are indented under it again, whether ``doc`` was raw or already cleaned.
+    """
+    lines = doc.expandtabs().splitlines()
+    first, rest = lines[0].strip(), lines[1:]
+    margin = min((_indent(line) for line in rest if line.strip()), default=0)
+    rest = [line[margin:] for line in rest]
+    if first.rstrip(":").strip().lower() in _SECTIONS and first.endswith(":"):
+        rest = ["    " + line if line.strip() else line for line in rest]
+    cleaned = [first, *rest]
+    while cleaned and not cleaned[0].strip():
+        cleaned.pop(0)
+    while cleaned and not cleaned[-1].strip():
+        cleaned.pop()
+    return cleaned
+
+
 def parse_docstring(doc: str | None) -> ParsedDocstring:
     """Split a docstring into its summary and the descriptions of its parameters."""
     if not doc:
         return ParsedDocstring()
-    lines = inspect.cleandoc(doc).splitlines()
+    lines = _dedent(doc)
     result = ParsedDocstring()
     summary_end = len(lines)
     index = 0

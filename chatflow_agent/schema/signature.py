@@ -93,7 +93,7 @@ def describe_function(
         hints = typing.get_type_hints(_hint_source(func), localns=localns, include_extras=True)
     except Exception as exc:  # a bad forward reference can raise almost anything
         raise walker.error("", f"cannot resolve type hints: {exc}") from exc
-    docs = parse_docstring(inspect.getdoc(func))
+    docs = parse_docstring(_docstring(func))
     candidates = list(signature.parameters.values())
     if skip_first and candidates and candidates[0].kind not in _VARIADIC:
         candidates = candidates[1:]
@@ -134,6 +134,13 @@ def _parameter(
         field = default
         default = NO_DEFAULT if field.default is PydanticUndefined else field.default
         factory = field.default_factory  # type: ignore[assignment]
+    if field is None and default is NO_DEFAULT and annotation is not EMPTY:
+        # Annotated[T, Field(default=...)] gives the default inside the annotation.
+        field = next((m for m in split_annotated(annotation)[1] if isinstance(m, FieldInfo)), None)
+        if field is not None:
+            default = NO_DEFAULT if field.default is PydanticUndefined else field.default
+            factory = field.default_factory  # type: ignore[assignment]
+            field = None  # its description and constraints come with the annotation already
     if annotation is EMPTY:
         node: Node = ScalarNode(kind="string")
     else:
@@ -159,6 +166,20 @@ def _default_name(func: Callable[..., Any]) -> str:
     # functools.partial has no __name__; the wrapped function's name is the useful one.
     inner = getattr(func, "func", func)
     return str(getattr(func, "__name__", None) or getattr(inner, "__name__", type(func).__name__))
+
+
+def _docstring(func: Callable[..., Any]) -> str | None:
+    """The docstring describing ``func``'s call: ``__call__``'s own for a callable object.
+
+    A callable object's parameters are ``__call__``'s, and so are their docs; the
+    class docstring is the fallback.
+    """
+    source = _hint_source(func)
+    if source is not func and not isinstance(func, functools.partial):
+        own = inspect.getdoc(source)
+        if own:
+            return own
+    return inspect.getdoc(func)
 
 
 def _hint_source(func: Callable[..., Any]) -> Any:

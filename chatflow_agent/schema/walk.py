@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from ..errors import ToolSchemaError
+from .attribute_docs import attribute_docstrings
 from .metadata import Metadata, read_metadata
 from .nodes import (
     NO_DEFAULT,
@@ -259,9 +260,12 @@ class TypeWalker:
         self._enter(cls, path)
         hints = self._hints(cls, path)
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset(hints))
+        docs = attribute_docstrings(cls)
         props = tuple(
             Property(
-                name=key, node=self.walk(hint, _join(path, key)), required=key in required_keys
+                name=key,
+                node=_described(self.walk(hint, _join(path, key)), docs.get(key)),
+                required=_key_required(hint, key in required_keys),
             )
             for key, hint in hints.items()
         )
@@ -311,6 +315,30 @@ def _accepted_name(cls: type[BaseModel], name: str, info: FieldInfo) -> str:
     if isinstance(alias, str):
         return alias
     return info.alias or name
+
+
+def _described(node: Node, doc: str | None) -> Node:
+    # An attribute docstring describes a key that says nothing else about itself.
+    return replace(node, description=doc) if doc and not node.description else node
+
+
+def _key_required(hint: object, declared: bool) -> bool:
+    """Whether a TypedDict key is required, trusting an explicit (Not)Required in its hint.
+
+    Python 3.11 computes ``__required_keys__`` before string annotations (``from
+    __future__ import annotations``) are resolved, so ``NotRequired[int]`` counts
+    as required there, while pydantic's validator reads the resolved hint.
+    """
+    while True:
+        origin = get_origin(hint)
+        if origin in (typing.NotRequired, typing_extensions.NotRequired):
+            return False
+        if origin in (typing.Required, typing_extensions.Required):
+            return True
+        if origin is Annotated or origin is typing_extensions.ReadOnly:
+            hint = get_args(hint)[0]
+        else:
+            return declared
 
 
 def _join(path: str, key: str) -> str:

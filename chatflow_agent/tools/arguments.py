@@ -135,7 +135,12 @@ class ArgumentBinder:
         self._params = {p.name: p for p in spec.parameters}
         self._adapters: dict[str, TypeAdapter[Any]] = {}
         for param in spec.parameters:
-            if param.annotation is EMPTY or isinstance(param.node, AnyNode):
+            if param.annotation is EMPTY:
+                # Advertised as a string, so a model's argument is checked as one; the
+                # default (any value, since nothing says its type) is left alone.
+                self._adapters[param.name] = TypeAdapter(str)
+                continue
+            if isinstance(param.node, AnyNode):
                 continue
             try:
                 annotation = pydantic_compatible(param.annotation, localns=localns)

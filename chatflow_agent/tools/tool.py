@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from ..core.context import current_run_context
+from ..core.durations import check_seconds
 from ..errors import ToolExecutionError
 from ..schema import JsonSchemaRenderer, describe_function, render_gemini
 from ..schema.declarations import ProviderDeclarations
@@ -57,8 +58,8 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         timeout: float | None = None,
         localns: dict[str, Any] | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        if timeout is not None:
+            timeout = check_seconds(timeout, "timeout")
         kind: MethodKind = "function"
         inner: Any = func
         if isinstance(func, classmethod | staticmethod):
@@ -75,7 +76,10 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         self._localns = localns if localns is not None else _caller_locals(2)
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(inner)
-        self._describe(skip_first=kind == "classmethod")
+        # A method's schema is built here, before __set_name__ says it is one: leave
+        # ``self`` out now, or a RunContext after it is walked as a parameter.
+        method_like = kind == "function" and _first_parameter(func) == "self" and _in_class_body(func)
+        self._describe(skip_first=kind == "classmethod" or method_like)
 
     def _describe(self, *, skip_first: bool) -> None:
         name, description = self._overrides
@@ -226,6 +230,8 @@ class Tool(ProviderDeclarations, Generic[P, R]):
                         exc.__cause__
                     )
                 raise
+        if _loop_running():
+            _warn_in_loop()  # a sync tool blocks the running loop just as an async one does
         args, call_kwargs = self._prepare(kwargs)
         try:
             return self._call(*args, **call_kwargs)
@@ -273,15 +279,34 @@ def _warn_in_loop() -> None:
     )
 
 
+_FRAMES_SEARCHED = 8
+
+
 def _caller_locals(depth: int) -> dict[str, Any] | None:
-    """The local names of the frame ``depth`` levels up, to resolve annotations with."""
+    """The local names of the callers from ``depth`` levels up, to resolve annotations with.
+
+    Not only the immediate caller: ``[tool(f) for f in funcs]`` runs in the
+    comprehension's own frame on 3.11, and a helper calling ``tool(fn)`` is not
+    where ``fn``'s types live. Frames are read outwards up to module level (the
+    function's own globals cover that), nearer names winning, at most
+    ``_FRAMES_SEARCHED`` of them.
+    """
     try:
-        frame = sys._getframe(depth)
+        frame: types.FrameType | None = sys._getframe(depth)
     except ValueError:
         return None
-    if frame.f_locals is frame.f_globals:
-        return None  # module level: the function's own globals already have these
-    return dict(frame.f_locals)
+    chain: list[dict[str, Any]] = []
+    while frame is not None and len(chain) < _FRAMES_SEARCHED:
+        if frame.f_locals is frame.f_globals:
+            break  # module level: the function's own globals already have these
+        chain.append(frame.f_locals)
+        frame = frame.f_back
+    if not chain:
+        return None
+    merged: dict[str, Any] = {}
+    for names in reversed(chain):
+        merged.update(names)
+    return merged
 
 
 def _copy(schema: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
         "ToolResult",
         "ToolSchemaError",
         "Usage",
+        "UsageLimitExceeded",
+        "UsageLimits",
         "__version__",
         "tool",
     ]
