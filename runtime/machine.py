@@ -43,7 +43,7 @@ from .events import (
     tool_result,
 )
 from .interpolation import RenderTooLarge, render
-from .limits import Limits
+from .limits import Limits, variables_over
 from .outcome import BlockOutcome, SpawnChild
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
@@ -235,7 +235,14 @@ class Machine:
         state = _own(state)
         state.status, state.waitingOn = "running", None
         state.invocations = max(state.invocations, child.invocations)
-        if child.ok:
+        # A child's result enters the parent's variables here, not through the block runner:
+        # the same cap on the execution's variables applies (CHATFLOW_VARIABLES_MAX_BYTES).
+        over = (variables_over(state.variables, {block.outputVariable: child.result},
+                               self.limits.variables_max_bytes) if child.ok else None)
+        if over is not None:
+            outcome = BlockOutcome(writes={block.outputVariable: ""}, error=over,
+                                   duration_ms=child.durationMs)
+        elif child.ok:
             outcome = BlockOutcome(writes={block.outputVariable: child.result},
                                    debug={"result": child.result}, duration_ms=child.durationMs)
         else:

@@ -16,7 +16,7 @@ import pytest
 
 from chatflow.runtime.limits import bounded_entry, loggable
 from chatflow.runtime.state import LogEntry
-from tests.core.tools import ret, script, to, tool
+from tests.core.tools import call, ret, script, to, tool
 from tests.harness import Harness
 from tests.support.processes import worker_process
 
@@ -89,6 +89,22 @@ async def test_variables_over_the_cap_are_a_block_error_and_the_log_keeps_sizes_
     (b,) = [e for e in trace if e.type == "block" and e.blockId == "b"]
     assert b.error is not None and b.error.code == "variables_too_large"
     assert b.writes == {"b": ""}
+
+
+async def test_a_child_result_that_takes_the_variables_over_the_cap_is_the_calltool_blocks_error(
+        small_caps: Harness) -> None:
+    # The child's result reaches the parent through the resume, not the block runner: the
+    # variables cap holds there too. 40 KB is under the script cap, the parent's 40 KB + 40 KB
+    # over the 64 KiB variables cap.
+    await small_caps.put_tool("pt-child", tool("s", script("s", "return 'c'.repeat(40000)", "v",
+                                                           to("r")), ret("r", "{{v}}")))
+    first = script("a", "return 'a'.repeat(40000)", "a", to("c"))
+    parent = tool("a", first, call("c", "pt-child", "got", to("r"), on_error="continue",
+                                   error_variable="err"), ret("r", "{{err}}|{{got}}"))
+    await small_caps.put_tool("pt-parent", parent)
+    result = await small_caps.run("pt-parent")
+    assert result.error is None
+    assert result.result.startswith("the execution's variables would take") and result.result.endswith("|")
 
 
 async def _used_memory(h: Harness) -> int:
