@@ -5,6 +5,8 @@ the internal route refuses without its secret; without a key every /api answer i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,12 +14,24 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 
-from tests.api.support import INTERNAL_SECRET, Api, api
+from chatflow.handlers.history.db import engine_for, upgrade
+from tests.api.support import INTERNAL_SECRET, Api, api_settings, running_api
 
 # The slow tier: Schemathesis over every operation (python -m pytest -m slow).
 pytestmark = pytest.mark.slow
 
-__all__ = ["api"]  # the fixture
+
+@pytest.fixture
+async def api(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Api]:
+    """The API with a run history (SQLite, migrated): every route answers from a real
+    backend, so a history route's 503 ("no run history configured") is not what is fuzzed."""
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    engine = engine_for(url)
+    await upgrade(engine)
+    await engine.dispose()
+    async with running_api(api_settings(redis_url, prefix, history_url=url)) as running:
+        yield running
+
 
 SERVER_SECRET = "srv-header-secret-7f3a9c"
 LLM_KEY = "sk-llm-key-secret-0b8e42"
