@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from bench.stream_bench import BENCH_3, BENCH_CHILD  # the tools stream_bench drives too
 from chatflow.runtime.blocks.common import value_of
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
@@ -30,18 +31,6 @@ from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, Transition
 from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand
-
-BENCH_CHILD = {"id": "pt-bench-child", "toolId": "t-bench-child", "name": "bench child",
-               "definition": {"onboardingBlockId": "r",
-                              "blocks": {"r": {"type": "return", "id": "r", "value": "{{n}}"}}}}
-BENCH_3 = {"id": "pt-bench", "toolId": "t-bench", "name": "bench", "definition": {
-    "onboardingBlockId": "c", "blocks": {
-        "c": {"type": "callTool", "id": "c", "toolId": "t-bench-child",
-              "publishedToolId": "pt-bench-child", "outputVariable": "o",
-              "inputVariables": [{"name": "n", "value": "{{n}}"}],
-              "onError": "blocking", "outputConditions": [],
-              "defaultOutput": {"type": "block", "blockId": "r"}},
-        "r": {"type": "return", "id": "r", "value": "{{o}}"}}}}
 
 
 def _script(block_id: str, nxt: str) -> dict[str, Any]:
