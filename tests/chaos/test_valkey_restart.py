@@ -26,10 +26,12 @@ MIX = ("chaos-http", "chaos-script", "chaos-nested")
 
 
 async def _publish(client: Any, keys: Keys, count: int, acked: list[str]) -> int:
-    """Publish until ``count`` XADDs returned; only those count as sent. Returns the refusals."""
+    """Publish until ``count`` XADDs returned and the outage refused some (the load must span
+    it, however long the workers take to notice; at most 20 times ``count``); only returned
+    XADDs count as sent. Returns the refusals."""
     refused = 0
     i = 0
-    while len(acked) < count:
+    while len(acked) < count or (refused == 0 and len(acked) < 20 * count):
         i += 1
         cid = f"r{i}-{uuid.uuid4().hex[:8]}"
         try:
