@@ -60,7 +60,10 @@ PROBES = ["typeof require", "typeof process", "typeof fetch", "typeof setTimeout
 @pytest.fixture
 async def sandboxed(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
     """A worker with tight script limits, so runaway scripts are cut short quickly."""
-    h = Harness(redis_url, prefix, script_timeout_ms=100, script_max_memory_mb=16)
+    # One lane: one V8 worker process, so the memory test compares that process with itself
+    # (with a lane per core, a second lane's worker may start only during the abuse and its
+    # whole RSS would read as growth).
+    h = Harness(redis_url, prefix, script_timeout_ms=100, script_max_memory_mb=16, script_lanes=1)
     await h.start_worker()
     try:
         yield h
