@@ -161,3 +161,24 @@ async def test_replay_cli_prints_the_trace_and_the_verdict(
     assert code == 0
     assert "clean [executeScript]" in out and "every transition matches the record" in out
     assert json.dumps("Olá, Bia!", ensure_ascii=False) in out.replace("'", '"')
+
+
+async def test_replay_verify_checks_every_recent_tree_and_names_the_ones_that_differ(
+        harness: Harness, cep: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chatflow.handlers.cli.replay_cmd import verify_recent
+
+    await publish_cases(harness, cep)
+    roots = [(await run_case(harness, pt, inputs)).executionId for pt, inputs in CASES]
+    # A root's execution event is appended by the same commit as its result.
+    bulk = await verify_recent(harness.client, harness.keys, 1_000)
+    assert bulk.trees == len(CASES) and not bulk.differing and bulk.expired == 0
+    assert bulk.transitions > len(CASES)
+
+    def always_default(_conditions: Any, default: Any, *_args: Any, **_kw: Any) -> Any:
+        return default, None
+
+    monkeypatch.setattr(chatflow.runtime.machine, "pick_target", always_default)
+    bulk = await verify_recent(harness.client, harness.keys, 1_000)
+    assert bulk.differing, "a machine that ignores conditions must differ from the record"
+    assert {root for root, _ in bulk.differing} <= set(roots)
+
