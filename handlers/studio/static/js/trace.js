@@ -29,6 +29,7 @@ export function showTestRun(out, res, request) {
   const head = h("p", { class: "test-head" }, `Test run${request.startBlockId ? ` from ${request.startBlockId}` : ""}`,
     Object.keys(given).length ? ` · inputs ${JSON.stringify(given)}` : " · no inputs");
   out.replaceChildren(head, outcome(res), def ? canvasBox : null,
-    h("details", {}, h("summary", {}, "Trace as a list"), timeline(entries, "Test trace")));
+    // Open: the list holds what the nodes cannot show (HTTP, writes, errors) without a click.
+    h("details", { open: true }, h("summary", {}, "Trace as a list"), timeline(entries, "Test trace")));
   if (def) showRun(canvasBox, def, status, path); // `out` is on the page: the canvas can measure itself
 }

@@ -12,6 +12,7 @@ import { refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
 const STATUSES = ["", "ok", "error", "cancelled", "timeout"];
+const PAGE = 20; // runs per page; "Load more" asks for the next with the cursor
 
 /** A datetime-local value (the browser's time zone) as ISO 8601, or "" when empty. */
 function iso(input) {
@@ -45,7 +46,7 @@ export async function runsPage() {
   let query = null;
   async function search(more) {
     if (!more) {
-      query = new URLSearchParams({ state: "finished", limit: "50" });
+      query = new URLSearchParams({ state: "finished", limit: String(PAGE) });
       for (const [k, el] of [["contactId", contact], ["toolId", tool], ["status", status], ["errorCode", errorCode]]) {
         if (el.value.trim()) query.set(k, el.value.trim());
       }
