@@ -192,3 +192,40 @@ async def test_a_viewer_sees_a_runs_data_but_no_fork_control(history_studio: Stu
     await expect(page.get_by_role("region", name="Block s")).to_contain_text('"g": "x"')
     await expect(page.get_by_text("Run from here")).to_have_count(0)
     await expect(page.get_by_role("button", name=re.compile(r"^Run from "))).to_have_count(0)
+
+
+async def test_run_from_here_runs_the_current_draft_and_names_a_bad_pasted_definition(
+        history_studio: Studio, orders: tuple[str, list[str]]) -> None:
+    from playwright.async_api import expect
+
+    studio = history_studio
+    page = studio.page
+    url, seen = orders
+    pt = await publish(studio, "t-order", order_tool(url), "Order status")
+    failed = await studio.harness.run(pt, contact=CONTACT, toolId="t-order",
+                                      variables={"orderId": "bad", "token": SECRET})
+    assert not failed.ok
+    draft = order_tool(url)
+    draft["blocks"]["r"]["value"] = "fixed: {{order}}"
+    await studio.ok("PATCH", "/tools/t-order", json={"definition": draft})
+    history = studio.harness.workers[0].history
+    assert history is not None
+    await history.wait_caught_up()
+
+    await studio.sign_in()
+    await page.goto(f"{studio.url}#/runs/{failed.executionId}")
+    drawing = page.get_by_role("group", name="The definition as it ran")
+    await drawing.get_by_role("button", name=re.compile(r"^block fetch ")).click()
+    block = page.get_by_role("region", name="Block fetch")
+    await block.get_by_text("Run from here").click()
+    await block.get_by_label("Variables at block fetch (JSON)").fill('{"oid": "b3"}')
+    await block.get_by_label("Pasted JSON").check()
+    await block.get_by_label("Definition (JSON)").fill('{"blocks": ')
+    await block.get_by_role("button", name="Run from fetch").click()
+    await expect(block.get_by_role("alert")).to_contain_text("Definition:")
+    assert seen == ["bad"]  # nothing ran
+
+    await block.get_by_label("The current draft").check()
+    await block.get_by_role("button", name="Run from fetch").click()
+    await expect(page.get_by_role("region", name="Fork answer")).to_contain_text("fixed: shipped b3")
+    await expect(page.get_by_role("region", name="Original answer")).to_contain_text("http_status")
