@@ -196,9 +196,14 @@ async function runView(ctx, executionId) {
   const last = [...run.steps].reverse().find((x) => x.type === "block");
   const lastExit = last && last.next && last.next.startsWith("@") ? (last.matchedConditionId || "default") : null;
   const view = { run, def, showFork: null, draw: null };
+  let drawn = null;
+  const zoom = (dir) => () => drawn && drawn.zoom(dir);
+  const tools = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
+    button("Zoom in", zoom(1)), button("Zoom out", zoom(-1)), button("Reset zoom", zoom(0)),
+    run.definitionHash ? h("span", { class: "muted" }, `definition ${String(run.definitionHash).slice(0, 12)}, the version this run used`) : null);
   view.draw = () => {
     if (!def) return;
-    showRun(canvasBox, def, status, path, { lastExit, onSelect: (id) => {
+    drawn = showRun(canvasBox, def, status, path, { lastExit, onSelect: (id) => {
       // Marked in place: drawing again would lose the user's pan and zoom.
       for (const n of canvasBox.querySelectorAll(".drawflow-node.chosen")) n.classList.remove("chosen");
       canvasBox.querySelector(`.drawflow-node[data-block="${CSS.escape(id)}"]`)?.classList.add("chosen");
@@ -223,7 +228,7 @@ async function runView(ctx, executionId) {
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
     forked, forks, parent, answers,
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
-    def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), canvasBox]
+    def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
       : h("p", { class: "muted" }, "The definition this run used is not stored."),
     place,
     h("details", {}, h("summary", {}, "Trace as a list"),
