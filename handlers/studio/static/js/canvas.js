@@ -210,9 +210,40 @@ export function createCanvas(container, options = {}) {
   };
 }
 
-/** A read-only drawing, e.g. for a run: status per block ({ok|error, ms}) and the path taken. */
-export function showRun(container, def, status = {}, path = []) {
-  const c = createCanvas(container, { editable: false });
-  c.render(def, { status, path });
+/**
+ * A run's trace as a canvas overlay: each block's last status ({status: ok|error, ms}, the
+ * durations of its runs added up, as a loop runs a block more than once) and the path taken,
+ * in order. Works on the history's steps and on a test run's trace alike (both are LogEntries).
+ */
+export function runOverlay(steps) {
+  const status = {}, path = [];
+  for (const st of steps || []) {
+    if (!st || st.type !== "block" || !st.blockId) continue;
+    const prev = status[st.blockId];
+    status[st.blockId] = { status: st.ok ? "ok" : "error", ms: (prev ? prev.ms : 0) + (Number(st.durationMs) || 0) };
+    path.push(st.blockId);
+  }
+  return { status, path };
+}
+
+/**
+ * A read-only drawing of a run: status and duration per block ({ok|error, ms}), the path taken
+ * highlighted (including the edge to the exit it ended at, when `lastExit` names its label),
+ * blocks that did not run dimmed. options.onSelect(blockId) opens a node.
+ */
+export function showRun(container, def, status = {}, path = [], options = {}) {
+  const c = createCanvas(container, { editable: false, onSelect: options.onSelect });
+  c.render(def, { status, path, selected: options.selected });
+  for (const el of container.querySelectorAll(".drawflow-node[data-block]")) {
+    const st = status[el.getAttribute("data-block")];
+    if (!st) { el.classList.add("not-run"); continue; }
+    el.setAttribute("aria-label", `${el.getAttribute("aria-label")}, ${st.ms} ms`);
+  }
+  const last = path[path.length - 1];
+  if (last !== undefined && options.lastExit) {
+    for (const conn of container.querySelectorAll("svg.connection[data-to=\"exit\"]")) {
+      if (conn.getAttribute("data-from") === last && conn.getAttribute("data-label") === options.lastExit) conn.classList.add("on-path");
+    }
+  }
   return c;
 }

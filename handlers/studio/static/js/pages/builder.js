@@ -11,8 +11,8 @@ import { button, clear, field, h, json } from "../dom.js";
 import { blockForm, newBlock } from "../forms.js";
 import { blockOfPath, blocksOf, exitsOf, references, TYPES } from "../graph.js";
 import { history as makeHistory } from "../history.js";
-import { outcome, timeline } from "../timeline.js";
-import { refusal } from "./tools.js";
+import { showTestRun } from "../trace.js";
+import { recentRuns, refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
 const TYPE_NAMES = { httpCall: "HTTP call", executeScript: "Script", callEndpoint: "Call endpoint", callTool: "Call tool",
@@ -454,7 +454,7 @@ export async function builderPage(ctx, toolId, newName) {
       out.replaceChildren(h("p", {}, "Running…"));
       try {
         const res = await api("POST", path, body);
-        out.replaceChildren(outcome(res), timeline(res.trace || [], "Test trace"));
+        showTestRun(out, res, body);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         out.replaceChildren(refusal(err));
@@ -505,6 +505,7 @@ export async function builderPage(ctx, toolId, newName) {
             : h("p", {}, def.enabledForAI ? "Enabled for AI agents." : "Not enabled for AI agents."),
           agents))),
     testPanel,
+    isNew ? null : recentRuns(toolId),
     days ? h("section", { "aria-labelledby": "days-h" }, h("h2", { id: "days-h" }, "Last seven days"), chart(days)) : null);
   // The canvas measures itself, so it is drawn once the page is in the document.
   ctx.afterMount(() => refresh({ form: true }));

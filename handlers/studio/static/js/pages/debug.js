@@ -21,7 +21,9 @@ export function debugEntry(id, ev) {
   const p = ev.payload || {};
   const depth = Math.min(Number(p.depth) || 0, 6);
   return h("li", { class: `event depth-${depth} status-${p.error ? "error" : "ok"}`, "data-id": id },
-    h("p", { class: "head" }, h("time", {}, String(ev.occurredAt || "").slice(11, 23)), " ", describe(ev)),
+    h("p", { class: "head" }, h("time", {}, String(ev.occurredAt || "").slice(11, 23)), " ", describe(ev),
+      // The run's page reads the history, which has the run once it finished.
+      ev.executionId ? [" ", h("a", { href: `#/runs/${enc(ev.executionId)}`, class: "run-link" }, `run ${ev.executionId}`)] : null),
     p.error ? h("p", { class: "error" }, typeof p.error === "string" ? p.error : `${p.error.code}: ${p.error.message}`) : null,
     h("details", {}, h("summary", {}, "Event"), h("pre", {}, json(ev))));
 }

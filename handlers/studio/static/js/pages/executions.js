@@ -50,6 +50,7 @@ export async function executionPage(ctx, executionId) {
   const r = log.replay || {};
   return h("article", { "aria-labelledby": "exe-h" },
     h("h1", { id: "exe-h" }, `Execution ${executionId}`),
+    h("p", {}, h("a", { href: `#/runs/${enc(executionId)}` }, "Its run page"), " (from the run history, once it finished: the path on the graph, fork)."),
     h("p", { class: "muted" }, `Replayed ${r.executions} execution(s), ${r.transitions} transition(s): `,
       r.firstDifference ? `first difference: ${r.firstDifference}` : "every transition matches the record."),
     timeline(log.events, "Event log"));

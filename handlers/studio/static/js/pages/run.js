@@ -1,148 +1,245 @@
-// Runs from the history: finding one (contact, tool, status, time) and one run's page, its
-// definition as it ran drawn with the path highlighted, each node's status and duration,
-// a node's data on click, a callTool's child run opened in place, and "Run from here" (fork).
-// Uses the existing drawing (flow.js); the builder's canvas can replace it later.
+// Runs from the history: finding one (contact, tool, status, error code, time range) and one
+// run's page: its definition as it ran on the builder's canvas (js/canvas.js, read-only) with
+// the path highlighted and each node's status and duration, a node's data on click (what it
+// read and wrote, its HTTP exchange, its error), a callTool's child run opened in place, and
+// "Run from here" (fork), whose answer shows next to the original's.
 import { api, ApiError } from "../api.js";
-import { button, field, h, json, s, table, when } from "../dom.js";
-import { draw } from "../flow.js";
+import { runOverlay, showRun } from "../canvas.js";
+import { button, field, h, json, when } from "../dom.js";
+import { blocksOf, readsOf } from "../graph.js";
 import { outcome, timeline } from "../timeline.js";
 import { refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
+const STATUSES = ["", "ok", "error", "cancelled", "timeout"];
+const PAGE = 20; // runs per page; "Load more" asks for the next with the cursor
 
-/** `#/runs`: finished runs by contact, tool, status and start time, newest first, paged. */
+/** A datetime-local value (the browser's time zone) as ISO 8601, or "" when empty. */
+function iso(input) {
+  if (!input.value) return "";
+  const d = new Date(input.value);
+  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
+}
+
+function runRow(r) {
+  return h("tr", {},
+    h("th", { scope: "row" }, h("a", { href: `#/runs/${enc(r.executionId)}` }, r.executionId)),
+    h("td", {}, r.toolId || ""), h("td", {}, r.publishedToolId),
+    h("td", { class: r.status === "ok" ? "ok" : "err" }, r.status),
+    h("td", {}, r.errorCode || ""), h("td", {}, when(r.startedMs)),
+    h("td", { class: "num" }, `${r.durationMs} ms`), h("td", {}, r.contactId || ""));
+}
+
+/** `#/runs`: finished runs by contact, tool, status, error code and time range, newest first. */
 export async function runsPage() {
+  const tools = await api("GET", "/tools").catch(() => []);
   const contact = h("input", { name: "contactId", autocomplete: "off" });
-  const tool = h("input", { name: "publishedToolId", autocomplete: "off" });
-  const status = h("select", { name: "status" }, ["", "ok", "error", "cancelled", "timeout"].map((v) => h("option", { value: v }, v || "any")));
-  const since = h("input", { name: "since", type: "datetime-local" });
+  const tool = h("select", { name: "toolId" }, h("option", { value: "" }, "any"),
+    tools.map((t) => h("option", { value: t.id }, t.name)));
+  const status = h("select", { name: "status" }, STATUSES.map((v) => h("option", { value: v }, v || "any")));
+  const errorCode = h("input", { name: "errorCode", autocomplete: "off" });
+  const since = h("input", { name: "since", type: "datetime-local", step: "1" });
+  const until = h("input", { name: "until", type: "datetime-local", step: "1" });
   const out = h("div", { "aria-live": "polite" });
+  const body = h("tbody", {});
   let cursor = null;
+  let query = null;
   async function search(more) {
-    const q = new URLSearchParams({ state: "finished", limit: "50" });
-    if (contact.value) q.set("contactId", contact.value);
-    if (tool.value) q.set("publishedToolId", tool.value);
-    if (status.value) q.set("status", status.value);
-    if (since.value) q.set("since", new Date(since.value).toISOString());
+    if (!more) {
+      query = new URLSearchParams({ state: "finished", limit: String(PAGE) });
+      for (const [k, el] of [["contactId", contact], ["toolId", tool], ["status", status], ["errorCode", errorCode]]) {
+        if (el.value.trim()) query.set(k, el.value.trim());
+      }
+      if (iso(since)) query.set("since", iso(since));
+      if (iso(until)) query.set("until", iso(until));
+    }
+    const q = new URLSearchParams(query);
     if (more && cursor) q.set("cursor", cursor);
     try {
       const page = await api("GET", `/executions?${q}`);
       cursor = page.nextCursor;
-      const rows = page.executions.map((r) => h("tr", {},
-        h("th", { scope: "row" }, h("a", { href: `#/runs/${enc(r.executionId)}` }, r.executionId)),
-        h("td", {}, r.publishedToolId), h("td", { class: r.status === "ok" ? "ok" : "err" }, r.status),
-        h("td", {}, r.errorCode || ""), h("td", {}, when(r.startedMs)),
-        h("td", { class: "num" }, `${r.durationMs} ms`), h("td", {}, r.contactId || "")));
-      const found = table("Runs", ["Execution", "Tool", "Status", "Error", "Started", "Duration", "Contact"], rows, "No run matches.");
-      out.replaceChildren(found, cursor ? button("More", () => search(true)) : "");
+      if (!more) body.replaceChildren();
+      body.append(...page.executions.map(runRow));
+      const found = body.children.length
+        ? h("table", {}, h("caption", {}, "Runs, newest first"),
+          h("thead", {}, h("tr", {}, ["Execution", "Tool", "Published tool", "Status", "Error", "Started", "Duration", "Contact"]
+            .map((x) => h("th", { scope: "col" }, x)))), body)
+        : h("p", { class: "empty" }, "No run matches.");
+      out.replaceChildren(found, cursor ? button("Load more", () => search(true)) : "");
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       out.replaceChildren(refusal(err));
     }
   }
-  const form = h("form", { class: "filters", onsubmit: (e) => { e.preventDefault(); cursor = null; search(false); } },
-    field("Contact id", contact), field("Published tool id", tool), field("Status", status),
-    field("Started after", since), h("button", { type: "submit" }, "Find runs"));
+  const form = h("form", { class: "filters", "aria-label": "Find runs",
+    onsubmit: (e) => { e.preventDefault(); cursor = null; search(false); } },
+  field("Contact id", contact), field("Tool", tool), field("Status", status), field("Error code", errorCode),
+  field("Started after", since), field("Started before", until), h("button", { type: "submit" }, "Find runs"));
   await search(false);
   return h("section", { "aria-labelledby": "runs-h" }, h("h1", { id: "runs-h" }, "Runs"), form, out);
 }
 
-/** Decorates a drawn definition with a run's path: node status, duration, edges taken. */
-export function markPath(svg, steps) {
-  const blocks = steps.filter((st) => st.type === "block");
-  for (const st of blocks) {
-    const node = svg.querySelector(`g[data-block="${CSS.escape(st.blockId)}"]`);
-    if (!node) continue;
-    node.classList.add("ran", st.ok ? "ran-ok" : "ran-error");
-    const rect = node.querySelector("rect");
-    const x = Number(rect.getAttribute("x")) + 110, y = Number(rect.getAttribute("y")) + 20;
-    node.appendChild(s("text", { x, y, class: "sub status" }, `${st.ok ? "✓" : "✖"} ${st.durationMs ?? 0} ms`));
-    node.setAttribute("aria-label", `${node.getAttribute("aria-label")}, ran: ${st.ok ? "ok" : `error ${st.error ? st.error.code : ""}`}, ${st.durationMs ?? 0} ms`);
-    if (st.next) {
-      for (const e of svg.querySelectorAll(`g.edge[data-from="${CSS.escape(st.blockId)}"]`)) {
-        const to = e.getAttribute("data-to");
-        if (to === st.next || (to.startsWith("exit:") && st.next.startsWith("@"))) e.classList.add("taken");
-      }
+/**
+ * The variables a run had when it reached `blockId` (the first time): its starting variables
+ * with every earlier block's writes applied, as the fork API computes them (history/fork.py).
+ */
+export function variablesAt(steps, blockId) {
+  let vars = {};
+  for (const st of steps) {
+    if (st.type === "started") vars = { ...((st.detail && st.detail.variables) || {}) };
+    else if (st.type === "block") {
+      if (st.blockId === blockId) return vars;
+      Object.assign(vars, st.writes || {});
     }
   }
+  return null;
 }
 
-function details(step, run, canWrite, place) {
-  const rows = [
-    ["block", `${step.blockId} (${step.blockType})`], ["status", step.ok ? "ok" : "error"],
-    ["duration", `${step.durationMs ?? 0} ms`],
-    ["HTTP", step.http ? `${step.http.method} ${step.http.url || ""} → ${step.http.status ?? "—"}` : null],
-    ["matched", step.matchedConditionId], ["next", step.next],
-    ["error", step.error ? `${step.error.code}: ${step.error.message}` : null],
-    ["wrote", step.writes && Object.keys(step.writes).length ? json(step.writes) : null],
-  ].filter(([, v]) => v);
-  const box = h("section", { class: "node-detail", "aria-label": `Block ${step.blockId}` },
-    h("h2", {}, `Block ${step.blockId}`),
-    h("dl", {}, rows.map(([k, v]) => h("div", { class: "kv" }, h("dt", {}, k), h("dd", {}, v)))));
-  const spawned = run.steps.find((x) => x.type === "spawned" && x.blockId === step.blockId);
-  if (spawned && spawned.child) {
-    const holder = h("div", { class: "child-run" });
-    box.appendChild(button(`Open child run ${spawned.child}`, async () => {
-      holder.replaceChildren(await runView(spawned.child, canWrite));
-    }));
-    box.appendChild(holder);
+/** The original's answer in the shape `outcome` draws (the history keeps it as text). */
+function answerOf(run) {
+  let result = run.result;
+  try { result = JSON.parse(run.result); } catch { /* a text result stays text */ }
+  return { ok: run.status === "ok", result: result ?? "", durationMs: run.durationMs,
+    error: run.status === "ok" ? null : { code: run.errorCode || run.status, message: run.errorMessage || "" } };
+}
+
+function kv(k, v) { return v === null || v === undefined || v === "" ? null : h("div", { class: "kv" }, h("dt", {}, k), h("dd", {}, v)); }
+
+/** What a node read and wrote, its HTTP exchange, its error (the API masked any secret). */
+function nodeDetail(ctx, view, blockId) {
+  const { run, def } = view;
+  const ran = run.steps.filter((x) => x.type === "block" && x.blockId === blockId);
+  const block = blocksOf(def)[blockId] || {};
+  const box = h("section", { class: "node-detail", "aria-label": `Block ${blockId}` }, h("h2", {}, `Block ${blockId}`));
+  if (!ran.length) {
+    box.append(h("p", { class: "muted" }, `Block ${blockId} (${block.type || "?"}) did not run.`));
+    return box;
   }
-  if (canWrite) box.appendChild(forkForm(run, step.blockId));
-  place.replaceChildren(box);
+  const seen = variablesAt(run.steps, blockId) || {};
+  const names = [...new Set(readsOf(block).map(([, name]) => name))];
+  const read = Object.fromEntries(names.filter((n) => n in seen).map((n) => [n, seen[n]]));
+  ran.forEach((step, i) => {
+    box.append(h("dl", { "aria-label": ran.length > 1 ? `Run ${i + 1} of block ${blockId}` : `What block ${blockId} did` },
+      kv("type", step.blockType), kv("status", step.ok ? "ok" : "error"), kv("duration", `${step.durationMs ?? 0} ms`),
+      kv("read", i === 0 && names.length ? h("pre", {}, json(read)) : null),
+      kv("wrote", step.writes && Object.keys(step.writes).length ? h("pre", {}, json(step.writes)) : null),
+      kv("HTTP", step.http ? `${step.http.method || ""} ${step.http.url || ""} → ${step.http.status ?? "—"}` : null),
+      kv("matched", step.matchedConditionId), kv("next", step.next),
+      kv("error", step.error ? `${step.error.code}: ${step.error.message || ""}` : null)));
+  });
+  const spawned = run.steps.find((x) => x.type === "spawned" && x.blockId === blockId && x.child);
+  if (spawned) {
+    const holder = h("div", { class: "child-run", "aria-label": `Child run ${spawned.child}`, role: "region" });
+    box.append(button(`Open child run ${spawned.child}`, async () => {
+      const child = await runView(ctx, spawned.child);
+      holder.replaceChildren(child.el);
+      child.draw();
+    }), holder);
+  }
+  if (ctx.canWrite) box.append(forkControl(view, blockId, seen));
+  return box;
 }
 
-function forkForm(run, blockId) {
-  const vars = h("textarea", { rows: 4, name: "variables", spellcheck: "false" }, "{}");
+/** "Run from here": the variables the original had at the block, a definition, the answer. */
+function forkControl(view, blockId, seen) {
+  const { run } = view;
   const out = h("div", { "aria-live": "polite" });
-  return h("form", { class: "fork", onsubmit: async (e) => {
+  const vars = h("textarea", { rows: 6, name: "variables", class: "code", spellcheck: "false", value: json(seen) });
+  const choice = (value, label, checked) => {
+    const input = h("input", { type: "radio", name: `definition-${run.executionId}-${blockId}`, value, checked });
+    return h("label", { class: "check" }, input, ` ${label}`);
+  };
+  const pasted = h("textarea", { rows: 6, name: "definition", class: "code", spellcheck: "false", placeholder: '{"onboardingBlockId": …, "blocks": {…}}' });
+  const form = h("form", { class: "fork", "aria-label": `Run from block ${blockId}` },
+    field(`Variables at block ${blockId} (JSON)`, vars, "The variables the run had when it reached this block; change any before running."),
+    h("fieldset", {}, h("legend", {}, "Definition"),
+      choice("ran", "As it ran", true), choice("draft", "The current draft", false), choice("json", "Pasted JSON", false),
+      field("Definition (JSON)", pasted, "Used when \"Pasted JSON\" is chosen.")),
+    h("button", { type: "submit", class: "primary" }, `Run from ${blockId}`), out);
+  form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    let variables;
-    try { variables = JSON.parse(vars.value || "{}"); } catch (err) { out.replaceChildren(h("p", { class: "err" }, `Variables: ${err.message}`)); return; }
+    const fail = (text) => out.replaceChildren(h("p", { class: "error", role: "alert" }, text));
+    let variables, definition;
+    try { variables = JSON.parse(vars.value || "{}"); } catch (err) { fail(`Variables: ${err.message}`); return; }
+    if (!variables || typeof variables !== "object" || Array.isArray(variables)) { fail("Variables: expected a JSON object"); return; }
+    const which = form.querySelector("input[type=radio]:checked").value;
+    if (which === "draft") definition = "draft";
+    if (which === "json") {
+      try { definition = JSON.parse(pasted.value); } catch (err) { fail(`Definition: ${err.message}`); return; }
+    }
+    out.replaceChildren(h("p", {}, "Running…"));
     try {
-      const fork = await api("POST", `/executions/${enc(run.executionId)}/fork?wait=true`, { fromBlockId: blockId, variables });
-      out.replaceChildren(outcome(fork.result),
-        h("p", {}, "New run: ", h("a", { href: `#/runs/${enc(fork.executionId)}` }, fork.executionId)));
+      const fork = await api("POST", `/executions/${enc(run.executionId)}/fork?wait=true`,
+        { fromBlockId: blockId, variables, ...(definition === undefined ? {} : { definition }) });
+      out.replaceChildren(h("p", { class: "ok", role: "status" }, "Forked: ",
+        h("a", { href: `#/runs/${enc(fork.executionId)}` }, `open run ${fork.executionId}`)));
+      view.showFork(fork, blockId);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       out.replaceChildren(refusal(err));
     }
-  } }, field("Variables to change (JSON)", vars), h("button", { type: "submit" }, "Run from here"), out);
+  });
+  const open = h("details", { class: "fork-box" }, h("summary", {}, "Run from here"), form);
+  return open;
 }
 
-async function runView(executionId, canWrite) {
+/** One run: summary, answers, the canvas, the opened node, and the trace as a list. */
+async function runView(ctx, executionId) {
   const run = await api("GET", `/executions/${enc(executionId)}/history`);
-  const svg = s("svg", { class: "flow run", role: "group", "aria-label": "The definition as it ran" });
-  const place = h("div", {});
   const def = run.published && run.published.definition;
-  if (def) {
-    draw(svg, def);
-    markPath(svg, run.steps);
-    svg.addEventListener("click", (e) => {
-      const node = e.target.closest("g[data-block]");
-      if (!node) return;
-      const id = node.getAttribute("data-block");
-      const step = run.steps.find((x) => x.type === "block" && x.blockId === id);
-      if (step) details(step, run, canWrite, place);
-      else place.replaceChildren(h("p", { class: "muted" }, `Block ${id} did not run.`));
-    });
-  }
+  const place = h("div", {});
+  const canvasBox = h("div", { class: "canvas run-canvas", role: "group",
+    "aria-label": run.depth ? `The definition of ${run.publishedToolId} as it ran` : "The definition as it ran" });
+  const answers = h("div", { class: "answers", role: "group", "aria-label": "Answers" },
+    h("section", { "aria-label": "Original answer" }, h("h3", {}, "Original"), outcome(answerOf(run))));
+  const { status, path } = runOverlay(run.steps);
+  const last = [...run.steps].reverse().find((x) => x.type === "block");
+  const lastExit = last && last.next && last.next.startsWith("@") ? (last.matchedConditionId || "default") : null;
+  const view = { run, def, showFork: null, draw: null };
+  let drawn = null;
+  const zoom = (dir) => () => drawn && drawn.zoom(dir);
+  const tools = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
+    button("Zoom in", zoom(1)), button("Zoom out", zoom(-1)), button("Reset zoom", zoom(0)),
+    run.definitionHash ? h("span", { class: "muted" }, `definition ${String(run.definitionHash).slice(0, 12)}, the version this run used`) : null);
+  view.draw = () => {
+    if (!def) return;
+    drawn = showRun(canvasBox, def, status, path, { lastExit, onSelect: (id) => {
+      // Marked in place: drawing again would lose the user's pan and zoom.
+      for (const n of canvasBox.querySelectorAll(".drawflow-node.chosen")) n.classList.remove("chosen");
+      canvasBox.querySelector(`.drawflow-node[data-block="${CSS.escape(id)}"]`)?.classList.add("chosen");
+      place.replaceChildren(nodeDetail(ctx, view, id));
+    } });
+  };
+  view.showFork = (fork, blockId) => {
+    answers.querySelector("[data-fork]")?.remove();
+    answers.append(h("section", { "aria-label": "Fork answer", "data-fork": "" },
+      h("h3", {}, `Fork from ${blockId}`), outcome(fork.result),
+      h("p", {}, h("a", { href: `#/runs/${enc(fork.executionId)}` }, `Run ${fork.executionId}`))));
+  };
   const forked = run.forkedFrom
-    ? h("p", {}, "Forked from ", h("a", { href: `#/runs/${enc(run.forkedFrom.executionId)}` }, run.forkedFrom.executionId), ` at block ${run.forkedFrom.blockId}.`) : null;
+    ? h("p", {}, "Forked from ", h("a", { href: `#/runs/${enc(run.forkedFrom.executionId)}` }, run.forkedFrom.executionId),
+      ` at block ${run.forkedFrom.blockId}.`) : null;
   const forks = run.forks.length
-    ? h("p", {}, "Forks: ", run.forks.map((f) => h("a", { href: `#/runs/${enc(f)}`, class: "fork-link" }, f))) : null;
-  return h("div", { class: "run-view" },
+    ? h("p", {}, "Forks: ", run.forks.map((f) => [h("a", { href: `#/runs/${enc(f)}`, class: "fork-link" }, f), " "])) : null;
+  const parent = run.parentExecutionId
+    ? h("p", {}, "Called by ", h("a", { href: `#/runs/${enc(run.parentExecutionId)}` }, run.parentExecutionId)) : null;
+  const el = h("div", { class: "run-view" },
     h("p", { class: run.status === "ok" ? "ok" : "err" },
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
-    forked, forks,
+    forked, forks, parent, answers,
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
-    def ? h("div", { class: "drawing" }, svg) : h("p", { class: "muted" }, "The definition this run used is not stored."),
+    def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
+      : h("p", { class: "muted" }, "The definition this run used is not stored."),
     place,
-    h("details", {}, h("summary", {}, "Trace as a list"), timeline(run.steps.map((st) => ({ ...st, execId: run.executionId, detail: { ...(st.detail || {}), ...(st.http || {}) } })), "Run trace")));
+    h("details", {}, h("summary", {}, "Trace as a list"),
+      timeline(run.steps.map((st) => ({ ...st, execId: run.executionId, detail: { ...(st.detail || {}), ...(st.http || {}) } })), "Run trace")));
+  return { el, draw: view.draw };
 }
 
 /** `#/runs/<id>`: one run from the history. */
 export async function runPage(ctx, executionId) {
+  const view = await runView(ctx, executionId);
+  ctx.afterMount(view.draw); // the canvas measures itself: drawn once in the document
   return h("article", { "aria-labelledby": "run-h" },
-    h("h1", { id: "run-h" }, `Run ${executionId}`),
-    await runView(executionId, Boolean(ctx && ctx.canWrite)));
+    h("h1", { id: "run-h" }, `Run ${executionId}`), view.el);
 }

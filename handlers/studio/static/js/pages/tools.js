@@ -83,3 +83,28 @@ export async function trashPage(ctx) {
     outcome,
     table("Tools in the trash", headers, rows, "The trash is empty."));
 }
+
+/**
+ * A tool's recent runs (its page, below the test panel): the last 10 from the run history,
+ * each linking to its run page. Filled in after the page shows; without a history it says so.
+ */
+export function recentRuns(toolId) {
+  const body = h("div", { "aria-live": "polite" }, h("p", { class: "muted" }, "Loading…"));
+  const all = h("a", { href: "#/runs" }, "Find more runs");
+  const q = new URLSearchParams({ toolId, state: "all", limit: "10" });
+  api("GET", `/executions?${q}`).then((page) => {
+    const rows = page.executions.map((r) => h("tr", {},
+      h("th", { scope: "row" }, h("a", { href: r.state === "running" ? `#/executions/${encodeURIComponent(r.executionId)}`
+        : `#/runs/${encodeURIComponent(r.executionId)}` }, r.executionId)),
+      h("td", { class: r.state === "running" ? "" : r.status === "ok" ? "ok" : "err" }, r.state === "running" ? "running" : r.status),
+      h("td", {}, r.errorCode || ""), h("td", {}, when(r.startedMs)),
+      h("td", { class: "num" }, r.durationMs === undefined ? "—" : `${r.durationMs} ms`), h("td", {}, r.contactId || "")));
+    body.replaceChildren(table("Recent runs of this tool", ["Execution", "Status", "Error", "Started", "Duration", "Contact"],
+      rows, "No runs yet."));
+  }, (err) => {
+    if (!(err instanceof ApiError)) throw err;
+    body.replaceChildren(h("p", { class: "muted" }, `No run history: ${err.message}`));
+  });
+  return h("section", { class: "recent-runs", "aria-labelledby": "recent-h" },
+    h("h2", { id: "recent-h" }, "Recent runs"), body, all);
+}
