@@ -39,6 +39,58 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class AnsweredChecks:
+    """Whether trees are still unanswered, for requests that waited for a connection slot:
+    every check asked while one read is in flight goes into the next read, one pipelined
+    ``EXISTS`` per partition.
+
+    Under a saturated gate every request waits, so a read per request was one Redis round
+    trip (and, at a hundred in flight, a pool connection) per httpCall; coalesced, the same
+    keys are read at the same moment (after the wait, before the send), so the promise of
+    docs/http.md holds unchanged."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._asked: list[tuple[int, str, asyncio.Future[bool]]] = []
+        self._reader: asyncio.Task[None] | None = None
+
+    async def unanswered(self, partition: int, root_id: str) -> bool:
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._asked.append((partition, root_id, answer))
+        if self._reader is None or self._reader.done():
+            # Started on the next loop turn, so the checks of requests released together
+            # (their slots freed in one turn) share the read.
+            self._reader = asyncio.create_task(self._read())
+        return not await answer
+
+    async def _read(self) -> None:
+        asked: list[tuple[int, str, asyncio.Future[bool]]] = []
+        try:
+            while self._asked:
+                asked, self._asked = self._asked, []
+                by_partition: dict[int, list[tuple[str, asyncio.Future[bool]]]] = {}
+                for partition, root_id, answer in asked:
+                    by_partition.setdefault(partition, []).append((root_id, answer))
+                try:
+                    done = await asyncio.gather(*(
+                        self.store.answered(p, [root for root, _ in items])
+                        for p, items in by_partition.items()))
+                except Exception as exc:  # a RedisError fails these requests' steps, as before
+                    for _, _, answer in asked:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                    continue
+                for items, flags in zip(by_partition.values(), done, strict=True):
+                    for (_, answer), flag in zip(items, flags, strict=True):
+                        if not answer.done():
+                            answer.set_result(flag)
+        finally:  # cancelled (the worker stops): nobody is left waiting on a read
+            for _, _, answer in [*asked, *self._asked]:
+                if not answer.done():
+                    answer.cancel()
+            self._asked = []
+
+
 @dataclass(slots=True)
 class Pending:
     """A block that must talk to the outside world before its transition is known."""
@@ -57,6 +109,7 @@ class StepProcessor:
         self.definitions = definitions
         self.clock = clock
         self.steps_done = 0
+        self.answered_checks = AnsweredChecks(store)
         # The one component that carries a hop's transitions on (the intake shares it).
         self.run_ahead = RunAhead(machine, self._definition, run_block=self._run_inert,
                                   load_states=self._load_states, clock=clock,
@@ -167,8 +220,7 @@ class StepProcessor:
                 return self._crashed(item.state, exc)
 
     async def _unanswered(self, state: ExecState) -> bool:
-        (done,) = await self.store.answered(state.partition, [state.rootId])
-        return not done
+        return await self.answered_checks.unanswered(state.partition, state.rootId)
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
         if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap

@@ -162,15 +162,10 @@ class Outbound:
         dropped = _CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
         started = time.monotonic()
         waited = self._gate.locked()
-        self.queued += 1
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._gate.acquire()
-        except TimeoutError as exc:
-            raise ToolFailure("http_timeout", f"{method} {url}: sem resposta em {timeout_s:.1f}s "
-                                              "(todas as conexões ocupadas)") from exc
-        finally:
-            self.queued -= 1
+        if waited:
+            await self._wait_at_gate(method, url, timeout_s)
+        else:  # a free slot is taken without suspending: no timer to arm
+            await self._gate.acquire()
         try:
             check = _STILL_WANTED.get()
             # Only after a wait: the caller checked the tree just before calling, and one
@@ -185,6 +180,17 @@ class Outbound:
                                     max_redirects, dropped)
         finally:
             self._gate.release()
+
+    async def _wait_at_gate(self, method: str, url: str, timeout_s: float) -> None:
+        self.queued += 1
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._gate.acquire()
+        except TimeoutError as exc:
+            raise ToolFailure("http_timeout", f"{method} {url}: sem resposta em {timeout_s:.1f}s "
+                                              "(todas as conexões ocupadas)") from exc
+        finally:
+            self.queued -= 1
 
     async def _send(self, method: str, url: str, headers: dict[str, str],
                     content: str | bytes | None, timeout_s: float, max_bytes: int,
