@@ -116,7 +116,8 @@ async def _trim(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     client, keys = client_for(settings)
     try:
-        n = await trim_source(client, keys, retention_ms=settings.executions_retention_s * 1000)
+        n = await trim_source(client, keys, retention_ms=settings.executions_retention_s * 1000,
+                                 unread_max_ms=settings.executions_unread_max_s * 1000)
     finally:
         await client.aclose()
     print(f"trimmed {n} entries from {keys.executions}")
