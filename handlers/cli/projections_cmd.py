@@ -27,14 +27,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = ps.add_parser("run", help="consume stream:tool-executions (group core-tool-executions)")
     add_redis_flag(run)
     run.set_defaults(handler=cmd_run)
-    rb = ps.add_parser("rebuild", help="replay stream:tool-executions into fresh projections")
+    rb = ps.add_parser("rebuild", help="replay the run history (when configured) and "
+                       "stream:tool-executions into fresh projections")
     add_redis_flag(rb)
     rb.add_argument("--verify", action="store_true",
                     help="rebuild into a scratch namespace and compare it with the live one "
                          "(the live projection is left alone); with a run history "
                          "(CHATFLOW_HISTORY_URL), also check that every execution in the "
                          "stream is in it once, with the same tool, status, duration and end")
-    rb.add_argument("--history-url", help="overrides CHATFLOW_HISTORY_URL (with --verify)")
+    rb.add_argument("--history-url", help="overrides CHATFLOW_HISTORY_URL: the runs the stream no "
+                    "longer holds are rebuilt from it")
     rb.set_defaults(handler=cmd_rebuild)
     tr = ps.add_parser("trim", help="MINID-trim stream:tool-executions to its retention now")
     add_redis_flag(tr)
@@ -92,10 +94,23 @@ async def _rebuild(args: argparse.Namespace) -> int:
     try:
         now = int(time.time() * 1000)
         ns = SCRATCH if args.verify else "proj"
-        count = await rebuild(client, keys, ns=ns, log_retention_ms=retention,
-                              clock=lambda: now, progress=progress)
+        history_url = args.history_url or settings.history_url
+        engine = None
+        if history_url:  # the history holds what the stream's retention trimmed
+            from ..history.db import engine_for
+            from ..history.queries import metric_rows
+
+            engine = engine_for(history_url)
+        try:
+            count = await rebuild(client, keys, ns=ns, log_retention_ms=retention,
+                                  clock=lambda: now, progress=progress,
+                                  history=metric_rows(engine, now - retention) if engine else None)
+        finally:
+            if engine is not None:
+                await engine.dispose()
         progress.close()
-        print(f"rebuilt {'scratch' if args.verify else 'live'} projection from {count} events")
+        print(f"rebuilt {'scratch' if args.verify else 'live'} projection from {count} events"
+              + (" and the run history" if engine is not None else ""))
         if not args.verify:
             return 0
         try:
@@ -109,8 +124,7 @@ async def _rebuild(args: argparse.Namespace) -> int:
                               "rebuilt": fresh.get(tool, {}).get("metrics")}))
         print("projections equal" if not differ else f"{len(differ)} tool(s) differ "
               "(events trimmed from the stream can no longer be rebuilt; see docs/operations.md)")
-        history_ok = await _verify_history(args.history_url or settings.history_url,
-                                           client, keys)
+        history_ok = await _verify_history(history_url, client, keys)
         return 0 if not differ and history_ok else 1
     finally:
         await client.aclose()

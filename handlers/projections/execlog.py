@@ -19,9 +19,8 @@ and counting them again after their dedup entry was pruned would double them).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,6 +35,7 @@ from ..keys import PROJECTION_GROUP, Keys
 from ..metrics import TRIMMED_UNREAD
 from ..redis_client import Client, Entry
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
+from .progress import GroupProgress, entry_id, text
 
 log = structlog.get_logger("chatflow.projections")
 _decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
@@ -148,11 +148,15 @@ class ExecutionLog:
         self._apply = client.register_script(_APPLY)
         self.applied = 0
         self.duplicates = 0
-        self._progress: asyncio.Condition | None = None
+        self.progress = GroupProgress(client, keys.executions, PROJECTION_GROUP)
 
     async def apply(self, entries: list[Entry]) -> int:
         """Apply entries (any order, any number of times); returns how many were new."""
-        rows = [p for p in (parse_entry(i, f) for i, f in entries) if p is not None]
+        return await self.apply_rows([p for p in (parse_entry(i, f) for i, f in entries)
+                                      if p is not None])
+
+    async def apply_rows(self, rows: list[Parsed]) -> int:
+        """Apply parsed events (from the stream, or runs read back from the history)."""
         if not rows:
             return 0
         now = self.clock()
@@ -194,33 +198,13 @@ class ExecutionLog:
         ids = [entry_id for entry_id, _ in entries]
         if ids:
             await self.client.xack(self.keys.executions, PROJECTION_GROUP, *ids)
-        async with self._condition():
-            self._condition().notify_all()
-
-    def _condition(self) -> asyncio.Condition:
-        if self._progress is None:
-            self._progress = asyncio.Condition()
-        return self._progress
+        await self.progress.advanced()
 
     async def caught_up(self) -> bool:
-        """True when the group has been delivered every entry and acked them all."""
-        try:
-            info = await self.client.xinfo_stream(self.keys.executions)
-        except Exception:  # no stream yet: nothing to catch up with
-            return True
-        last = _s(info.get("last-generated-id"))
-        for group in await self.client.xinfo_groups(self.keys.executions):
-            if _s(group.get("name")) == PROJECTION_GROUP:
-                delivered = _s(group.get("last-delivered-id"))
-                return int(group.get("pending") or 0) == 0 and _id(delivered) >= _id(last)
-        return False
+        return await self.progress.caught_up()
 
     async def wait_caught_up(self, timeout_s: float = 30.0) -> None:
-        """Wait, without polling, until this process's consumer has caught up with the stream."""
-        cond = self._condition()
-        async with cond:
-            while not await self.caught_up():
-                await asyncio.wait_for(cond.wait(), timeout=timeout_s)
+        await self.progress.wait_caught_up(timeout_s)
 
 
 async def ensure_group(client: Client, keys: Keys) -> None:
@@ -248,8 +232,13 @@ Progress = Callable[[int, int], None]
 
 async def rebuild(client: Client, keys: Keys, *, ns: str = "proj",
                   log_retention_ms: int = 8 * 86_400_000, clock: Callable[[], int] = now_ms,
-                  progress: Progress | None = None, page: int = 500) -> int:
+                  progress: Progress | None = None, page: int = 500,
+                  history: AsyncIterable[list[Parsed]] | None = None) -> int:
     """Drop namespace ``ns`` and replay the whole source stream into it; returns events read.
+
+    ``history``: runs read back from the run history (``handlers.history.queries.
+    metric_rows``), applied first, so buckets older than the stream's retention come back too;
+    a run in both is counted once (the dedup is the execution id either way).
 
     Safe while live consumers write the same namespace: everything is deduplicated by
     executionId, and the replay reads up to the stream's end, so an event is counted
@@ -258,6 +247,9 @@ async def rebuild(client: Client, keys: Keys, *, ns: str = "proj",
     await drop(client, keys, ns)
     projection = ExecutionLog(client, keys, ns=ns, log_retention_ms=log_retention_ms,
                               clock=clock)
+    if history is not None:
+        async for rows in history:
+            await projection.apply_rows(rows)
     total = int(await client.xlen(keys.executions))
     done = 0
     cursor = "-"
@@ -305,11 +297,11 @@ async def trim_source(client: Client, keys: Keys, *, retention_ms: int, unread_m
     floor = clock - retention_ms
     behind: dict[str, int] = {}  # group -> the ms of the oldest entry it still needs
     for group in await client.xinfo_groups(keys.executions):
-        name = _s(group.get("name"))
-        needs = _id_ms(_s(group.get("last-delivered-id")) or "0-0")
+        name = text(group.get("name"))
+        needs = _id_ms(text(group.get("last-delivered-id")) or "0-0")
         if int(group.get("pending") or 0):
             pending = await client.xpending(keys.executions, name)
-            needs = min(needs, _id_ms(_s(pending.get("min")) or "0-0"))
+            needs = min(needs, _id_ms(text(pending.get("min")) or "0-0"))
         behind[name] = needs
     safe = min([floor, *behind.values()])
     trimmed = 0
@@ -330,14 +322,5 @@ async def trim_source(client: Client, keys: Keys, *, retention_ms: int, unread_m
     return trimmed
 
 
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value or "")
-
-
-def _id(entry_id: str) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition("-")
-    return int(ms or 0), int(seq or 0)
-
-
-def _id_ms(entry_id: str) -> int:
-    return int(entry_id.split("-", 1)[0])
+def _id_ms(entry: str) -> int:
+    return entry_id(entry)[0]

@@ -220,3 +220,31 @@ async def test_projections_rebuild_verify_passes_a_consistent_history_and_names_
     assert {"execution": ran[1].executionId, "column": "status", "stream": "ok",
             "history": "error"} in lines
     assert "1 missing, 1 differ" in out
+
+
+async def test_the_metrics_rebuild_from_the_history_once_the_stream_is_trimmed(
+        hist: Harness) -> None:
+    from chatflow.handlers.history.queries import metric_rows
+    from chatflow.handlers.projections import rebuild, snapshot, tool_metrics
+
+    await hist.put_tool("pt-ok", tool("r", ret("r", "x")), tool_id="t-ok")
+    await hist.put_tool("pt-bad", tool("s", script("s", "throw new Error('no')", "v", to("r")),
+                                       ret("r", "x")), tool_id="t-bad")
+    for _ in range(3):
+        assert (await hist.run("pt-ok")).ok
+    assert not (await hist.run("pt-bad")).ok
+    await history_of(hist).wait_caught_up()
+    await hist.workers[0].projection.wait_caught_up()
+    live = await snapshot(hist.client, hist.keys)
+    await hist.client.xtrim(hist.keys.executions, maxlen=0, approximate=False)
+    assert await rebuild(hist.client, hist.keys, ns="stream-only") == 0
+    assert await tool_metrics(hist.client, hist.keys, ["t-ok"], ns="stream-only") == \
+        {"t-ok": {"runs7d": 0, "avgMs": 0, "successRate": 0.0}}
+    engine = engine_for(hist.settings.history_url)
+    try:
+        await rebuild(hist.client, hist.keys, ns="from-history",
+                      history=metric_rows(engine, 0, page=2))  # pages of 2: the cursor works
+    finally:
+        await engine.dispose()
+    assert await snapshot(hist.client, hist.keys, ns="from-history") == live
+    assert live["t-ok"]["metrics"]["runs7d"] == 3 and live["t-bad"]["metrics"]["runs7d"] == 1
