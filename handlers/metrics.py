@@ -107,6 +107,10 @@ RELAYED = Counter("chatflow_relayed_messages_total", "Messages relayed to public
 STALE = Counter("chatflow_commits_dropped_total",
                 "Transitions not committed: stale steps, trees already answered, duplicates",
                 ["reason"], registry=REGISTRY)
+TRIMMED_UNREAD = Counter("chatflow_executions_trimmed_unread_total",
+                         "stream:tool-executions entries trimmed before a consumer group (the "
+                         "run history, the metrics projection) read them: lost to that reader",
+                         registry=REGISTRY)
 STREAM_LAG = Gauge("chatflow_stream_lag", "Entries not yet delivered to a group (XINFO lag)",
                    ["stream", "group"], registry=REGISTRY)
 STREAM_PENDING = Gauge("chatflow_stream_pending", "Entries delivered but not acked (XINFO)",

@@ -102,8 +102,13 @@ class Settings(BaseSettings):
     log_value_max_bytes: int = Field(default=16 * 1024, ge=256)  # longer: truncated, size noted
     # Ops (docs/operations.md): projections, source-stream retention, metrics endpoint.
     projections_enabled: bool = True
-    executions_retention_s: int = Field(default=14 * 86_400, ge=0)  # MINID trim; 0 keeps all
-    projection_log_retention_s: int = Field(default=90 * 86_400, ge=8 * 86_400)
+    # MINID trim; 0 keeps all. 8 days: a rebuild from the stream alone restores the 7-day metrics
+    executions_retention_s: int = Field(default=8 * 86_400, ge=0)
+    # ...but never past what a consumer group (history, metrics) has not read, unless it is
+    # older than this: then it is trimmed, logged and counted as lost (docs/history.md).
+    executions_unread_max_s: int = Field(default=7 * 86_400, ge=0)  # 0: wait for ever
+    # The metrics projection's dedup log: 7 days + 1 (no audit rows in Valkey: docs/history.md)
+    projection_log_retention_s: int = Field(default=8 * 86_400, ge=8 * 86_400)
     # Run history in SQL (handlers/history, docs/history.md): sqlite:///path or
     # postgresql://...; empty: no history (`chatflow up` sets a SQLite file in its data dir).
     history_url: str = Field(default="", repr=False)  # may carry a password

@@ -329,7 +329,8 @@ class Worker:
 
     async def _trim_executions(self) -> None:
         await trim_source(self.client, self.keys,
-                          retention_ms=self.settings.executions_retention_s * 1000)
+                          retention_ms=self.settings.executions_retention_s * 1000,
+                          unread_max_ms=self.settings.executions_unread_max_s * 1000)
 
     async def _refresh_gauges(self) -> None:
         # chatflow_worker_ready: what /health/ready would answer, for the

@@ -19,9 +19,15 @@ from chatflow.schemas.wire import (
 )
 
 from .interpolation import render
+from .limits import loggable
 from .state import Emit, ExecState, RootInfo
 
 _enc = msgspec.json.Encoder()
+# Each value of a debug event's payload (a block's result: a whole HTTP body, a script's
+# output) is cut to this many JSON bytes, with its size noted, as the event log cuts its values
+# (limits.loggable; Settings.log_value_max_bytes has the same default). A debug event is read
+# on a screen, and stream:debug:{contact} would otherwise keep a copy of every large body.
+DEBUG_VALUE_MAX_BYTES = 16 * 1024
 _SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
@@ -104,8 +110,10 @@ def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int
 
 
 def debug_emit(
-    state: ExecState, kind: str, action_type: str, payload: dict[str, Any], now: int
+    state: ExecState, kind: str, action_type: str, payload: dict[str, Any], now: int,
+    cap: int = DEBUG_VALUE_MAX_BYTES,
 ) -> Emit:
+    payload = {k: loggable(v, cap) for k, v in payload.items()}
     event = DebugEvent(
         type=kind,  # type: ignore[arg-type]
         actionType=action_type,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -25,16 +24,12 @@ async def me(who: Caller) -> dict[str, Any]:
 
 
 def _ms(value: str | None, name: str) -> int | None:
-    """An ISO 8601 time or epoch milliseconds."""
-    if value is None:
-        return None
-    if value.isdigit():
-        return int(value)
-    try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError as exc:
-        raise Invalid(f"{name}: {value!r} is not an ISO 8601 time or epoch milliseconds",
-                      code="invalid_request") from exc
+    from ..history.queries import BadQuery, time_ms
+
+    try:  # one time parser with GET /executions and chatflow executions
+        return time_ms(value, name)
+    except BadQuery as exc:
+        raise Invalid(str(exc), code="invalid_request") from exc
 
 
 @router.get("/audit", summary="Who changed what in this workspace (admin)")

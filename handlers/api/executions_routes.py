@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -75,19 +74,6 @@ class HistoryUnavailable(RegistryError):
     code = "history_unavailable"
 
 
-def _ms(value: str | None, name: str) -> int | None:
-    """Epoch milliseconds, or an ISO 8601 time (``2026-01-02T03:04:05Z``)."""
-    if value is None or value == "":
-        return None
-    if value.isdigit():
-        return int(value)
-    try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError as exc:
-        raise Invalid(f"{name} {value!r}: expected epoch milliseconds or an ISO 8601 time "
-                      "such as 2026-01-02T03:04:05Z") from exc
-
-
 def _owner(svc: Services, workspace: str) -> Any:
     from chatflow.runtime.registry import workspace_of
 
@@ -139,30 +125,27 @@ async def list_executions(
     if state is None:
         return [asdict(row) for row in await in_flight(svc.client, svc.keys)
                 if owner(row.tool) == who.workspace]
-    since_ms, until_ms = _ms(since, "since"), _ms(until, "until")
-    running: list[dict[str, Any]] = []
-    if state in ("running", "all") and not cursor and status is None and errorCode is None:
-        now = int(time.time() * 1000)
-        for row in await in_flight(svc.client, svc.keys, now):
-            started = now - row.ageMs
-            if (owner(row.tool) != who.workspace
-                    or (toolId is not None and row.toolId != toolId)
-                    or (publishedToolId is not None and row.tool != publishedToolId)
-                    or (contactId is not None and row.contactId != contactId)
-                    or (since_ms is not None and started < since_ms)
-                    or (until_ms is not None and started >= until_ms)):
-                continue
-            running.append({**asdict(row), "state": "running", "startedMs": started})
-        running.sort(key=lambda r: -int(r["startedMs"]))
-    if state == "running":
-        return {"executions": running, "nextCursor": None}
     from sqlalchemy.exc import SQLAlchemyError
 
     from ..history.queries import BadQuery, Filters, list_runs
 
-    filters = Filters(tool_id=toolId, published_tool_id=publishedToolId, status=status,
-                      error_code=errorCode, contact_id=contactId, since_ms=since_ms,
-                      until_ms=until_ms, children=children)
+    try:
+        filters = Filters.parse(tool_id=toolId, published_tool_id=publishedToolId,
+                                status=status, error_code=errorCode, contact_id=contactId,
+                                since=since, until=until, children=children)
+    except BadQuery as exc:
+        raise Invalid(str(exc)) from exc
+    running: list[dict[str, Any]] = []
+    if state in ("running", "all") and not cursor:
+        now = int(time.time() * 1000)
+        for row in await in_flight(svc.client, svc.keys, now):
+            started = now - row.ageMs
+            if (owner(row.tool) == who.workspace
+                    and filters.admits_running(row.toolId, row.tool, row.contactId, started)):
+                running.append({**asdict(row), "state": "running", "startedMs": started})
+        running.sort(key=lambda r: -int(r["startedMs"]))
+    if state == "running":
+        return {"executions": running, "nextCursor": None}
     try:
         page, next_cursor = await list_runs(_history(svc), _owner(svc, who.workspace), filters,
                                             limit=limit, cursor=cursor)

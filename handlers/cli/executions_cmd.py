@@ -15,11 +15,15 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from ..keys import Keys
 from ..redis_client import Client
 from ..trees import active_leaf, store_for
 from .common import add_redis_flag, client_for, settings_from
+
+if TYPE_CHECKING:  # SQLAlchemy loads only when the history is read
+    from ..history.queries import Filters
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,22 +103,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=cmd_executions)
 
 
-def _ms(value: str | None, flag: str) -> int | None:
-    from datetime import datetime
-
-    from chatflow.runtime.errors import ConfigurationError
-
-    if not value:
-        return None
-    if value.isdigit():
-        return int(value)
-    try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError as exc:
-        raise ConfigurationError(f"{flag} {value!r}: expected epoch milliseconds or an ISO "
-                                 "8601 time such as 2026-01-02T03:04:05Z") from exc
-
-
 def render_finished(rows: list[dict[str, object]]) -> str:
     if not rows:
         return "no finished runs match"
@@ -129,20 +117,17 @@ def render_finished(rows: list[dict[str, object]]) -> str:
                      for row in [head, *body])
 
 
-async def _finished(args: argparse.Namespace) -> tuple[list[dict[str, object]], str | None]:
+async def _finished(args: argparse.Namespace,
+                    filters: Filters) -> tuple[list[dict[str, object]], str | None]:
     from chatflow.runtime.errors import ConfigurationError
 
     from ..history.db import engine_for
-    from ..history.queries import BadQuery, Filters, Owner, list_runs
+    from ..history.queries import BadQuery, Owner, list_runs
 
     url = args.history_url or settings_from(args).history_url
     if not url:
         raise ConfigurationError("finished runs live in the run history: set "
                                  "CHATFLOW_HISTORY_URL or pass --history-url")
-    filters = Filters(tool_id=args.tool_id, published_tool_id=args.published_tool_id,
-                      status=args.status, error_code=args.error_code, contact_id=args.contact,
-                      since_ms=_ms(args.since, "--since"), until_ms=_ms(args.until, "--until"),
-                      children=True if args.children else None)
     engine = engine_for(url)
     try:  # the shell is an operator's: every workspace's runs
         return await list_runs(engine, Owner("default"), filters, limit=args.limit,
@@ -153,7 +138,23 @@ async def _finished(args: argparse.Namespace) -> tuple[list[dict[str, object]], 
         await engine.dispose()
 
 
+def _filters(args: argparse.Namespace) -> Filters:
+    from chatflow.runtime.errors import ConfigurationError
+
+    from ..history.queries import BadQuery, Filters
+
+    try:  # one parser with GET /api/executions (handlers/history/queries.py)
+        return Filters.parse(tool_id=args.tool_id, published_tool_id=args.published_tool_id,
+                             status=args.status, error_code=args.error_code,
+                             contact_id=args.contact, since=args.since, until=args.until,
+                             children=True if args.children else None,
+                             names=("--since", "--until"))
+    except BadQuery as exc:
+        raise ConfigurationError(str(exc)) from exc
+
+
 async def _run(args: argparse.Namespace) -> int:
+    filters = _filters(args)
     rows: list[InFlight] = []
     if args.state in ("running", "all") and not args.cursor:
         client, keys = client_for(settings_from(args))
@@ -161,11 +162,10 @@ async def _run(args: argparse.Namespace) -> int:
             rows = await in_flight(client, keys)
         finally:
             await client.aclose()
+        now = int(time.time() * 1000)
         rows = [r for r in rows
-                if (args.contact is None or r.contactId == args.contact)
-                and (args.tool_id is None or r.toolId == args.tool_id)
-                and (args.published_tool_id is None or r.tool == args.published_tool_id)]
-    finished, cursor = await _finished(args) if args.state != "running" else ([], None)
+                if filters.admits_running(r.toolId, r.tool, r.contactId, now - r.ageMs)]
+    finished, cursor = await _finished(args, filters) if args.state != "running" else ([], None)
     if args.json:
         for r in rows:
             print(json.dumps({**asdict(r), "state": "running"}, ensure_ascii=False))

@@ -9,7 +9,9 @@ the filter is applied in SQL, so a page is never short because rows were hidden 
 from __future__ import annotations
 
 import base64
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chatflow.runtime.errors import ChatflowError
 
+from ..projections.execlog import Parsed
 from .schema import definitions, runs, steps
 
 STATUSES = ("ok", "error", "cancelled", "timeout")
@@ -46,6 +49,21 @@ class Owner:
         return self.owners.get(root_published_tool_id, "default") == self.workspace
 
 
+def time_ms(value: str | None, name: str) -> int | None:
+    """A time filter as epoch milliseconds: epoch ms, or an ISO 8601 time
+    (``2026-01-02T03:04:05Z``); None when absent. The API (``since``, ``until``), the audit
+    trail and ``chatflow executions`` (``--since``, ``--until``) all read times here."""
+    if not value:
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError as exc:
+        raise BadQuery(f"{name} {value!r}: expected epoch milliseconds or an ISO 8601 time "
+                       "such as 2026-01-02T03:04:05Z") from exc
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
     tool_id: str | None = None
@@ -56,6 +74,30 @@ class Filters:
     since_ms: int | None = None  # started at or after
     until_ms: int | None = None  # started before
     children: bool | None = None  # None: roots only, unless a tool filter is given
+
+    @classmethod
+    def parse(cls, *, tool_id: str | None = None, published_tool_id: str | None = None,
+              status: str | None = None, error_code: str | None = None,
+              contact_id: str | None = None, since: str | None = None,
+              until: str | None = None, children: bool | None = None,
+              names: tuple[str, str] = ("since", "until")) -> Filters:
+        """The filters of ``GET /executions`` and ``chatflow executions`` as given (``names``:
+        how the caller spells the time filters, for the error); raises BadQuery."""
+        return cls(tool_id=tool_id, published_tool_id=published_tool_id, status=status,
+                   error_code=error_code, contact_id=contact_id,
+                   since_ms=time_ms(since, names[0]), until_ms=time_ms(until, names[1]),
+                   children=children)
+
+    def admits_running(self, tool_id: str, published_tool_id: str, contact_id: str | None,
+                       started_ms: int | None = None) -> bool:
+        """Whether a run in flight matches: it has no status or error code yet, so a filter
+        on either leaves it out."""
+        return (self.status is None and self.error_code is None
+                and (self.tool_id is None or tool_id == self.tool_id)
+                and (self.published_tool_id is None or published_tool_id == self.published_tool_id)
+                and (self.contact_id is None or contact_id == self.contact_id)
+                and (started_ms is None or self.since_ms is None or started_ms >= self.since_ms)
+                and (started_ms is None or self.until_ms is None or started_ms < self.until_ms))
 
     def clauses(self) -> list[sa.ColumnElement[bool]]:
         out: list[sa.ColumnElement[bool]] = []
@@ -173,3 +215,25 @@ async def get_run(engine: AsyncEngine, owner: Owner, execution_id: str) -> dict[
     out["forks"] = [f.execution_id for f in forks]
     out["published"] = published
     return out
+
+
+async def metric_rows(engine: AsyncEngine, since_ms: int,
+                      page: int = 1_000) -> AsyncIterator[list[Parsed]]:
+    """Every run that ended at or after ``since_ms``, as the metrics projection reads an
+    execution event (tool, end, ok, duration; the execution id is the dedup), a page at a
+    time: what ``chatflow projections rebuild`` replays when the stream no longer holds it."""
+    after: tuple[int, str] = (since_ms - 1, "")
+    while True:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(
+                sa.select(runs.c.execution_id, runs.c.tool_id, runs.c.ended_ms, runs.c.status,
+                          runs.c.duration_ms)
+                .where(sa.tuple_(runs.c.ended_ms, runs.c.execution_id) > after)
+                .order_by(runs.c.ended_ms, runs.c.execution_id).limit(page))).all()
+        if not rows:
+            return
+        yield [Parsed(r.execution_id, r.tool_id, int(r.ended_ms), r.status == "ok",
+                      int(r.duration_ms)) for r in rows]
+        after = (int(rows[-1].ended_ms), rows[-1].execution_id)
+        if len(rows) < page:
+            return

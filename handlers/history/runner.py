@@ -14,7 +14,6 @@ database that is down for an hour must not cost the runs of that hour.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -27,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..keys import Keys
+from ..projections.progress import GroupProgress
 from ..redis_client import Client, Entry
 from ..settings import Settings
 from .capture import Captured, capture, masked, parse_events, read_logs
@@ -50,7 +50,7 @@ class HistoryProjection:
         self.consumer = consumer
         self.writer = HistoryWriter(engine)
         self.expired = 0  # runs stored without a trace: their event log was gone
-        self._progress: asyncio.Condition | None = None
+        self.progress = GroupProgress(client, keys.executions, HISTORY_GROUP)
         self._last_prune = 0.0
 
     @classmethod
@@ -143,9 +143,7 @@ class HistoryProjection:
         ids = [entry_id for entry_id, _ in entries]
         if ids:
             await self.client.xack(self.keys.executions, HISTORY_GROUP, *ids)
-        cond = self._condition()
-        async with cond:
-            cond.notify_all()
+        await self.progress.advanced()
 
     async def reclaim(self, dispatch: Process, held: set[bytes] | None = None) -> int:
         """Take entries another consumer left idle (it died, or the database was down)."""
@@ -187,41 +185,14 @@ class HistoryProjection:
         with contextlib.suppress(SQLAlchemyError, OSError):
             await self.prune()
 
-    def _condition(self) -> asyncio.Condition:
-        if self._progress is None:
-            self._progress = asyncio.Condition()
-        return self._progress
-
     async def caught_up(self) -> bool:
-        """True when the group was delivered every entry and acked them all."""
-        try:
-            info = await self.client.xinfo_stream(self.keys.executions)
-        except Exception:  # no stream yet
-            return True
-        last = _id(info.get("last-generated-id"))
-        for group in await self.client.xinfo_groups(self.keys.executions):
-            if _s(group.get("name")) == HISTORY_GROUP:
-                return (int(group.get("pending") or 0) == 0
-                        and _id(group.get("last-delivered-id")) >= last)
-        return False
+        return await self.progress.caught_up()
 
     async def wait_caught_up(self, timeout_s: float = 30.0) -> None:
-        cond = self._condition()
-        async with cond:
-            while not await self.caught_up():
-                await asyncio.wait_for(cond.wait(), timeout=timeout_s)
+        await self.progress.wait_caught_up(timeout_s)
 
     async def aclose(self) -> None:
         await self.engine.dispose()
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value or "")
-
-
-def _id(value: Any) -> tuple[int, int]:
-    ms, _, seq = _s(value).partition("-")
-    return int(ms or 0), int(seq or 0)
 
 
 __all__ = ["HISTORY_GROUP", "HistoryError", "HistoryProjection"]

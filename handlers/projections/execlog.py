@@ -1,13 +1,17 @@
-"""The execution log projection: ``stream:tool-executions`` -> per-tool log + hourly buckets.
+"""The execution log projection: ``stream:tool-executions`` -> per-tool dedup log + hourly buckets.
 
 Per tool (hash tag ``{proj:<toolId>}``, so one Lua call updates all of them):
 
 * ``:log``     zset executionId -> occurredAt ms. ``ZADD NX`` is the dedup: an
   event delivered twice (redelivery, reclaim, a rebuild over a live projection)
-  is counted once, in the same script as the counters.
-* ``:events``  hash executionId -> the event JSON (the audit row; nothing links it
-  to ``tool:{publishedToolId}``, so it survives the tool's deletion).
+  is counted once, in the same script as the counters. Kept for the log retention
+  (8 days by default: the 7-day window plus a day), the longest an event can arrive late
+  and still be counted.
 * ``:buckets`` hash ``<hour>:n`` / ``<hour>:ok`` / ``<hour>:ms`` (hour = epoch ms // 3.6e6).
+
+No audit row per execution: the event's JSON is in the source stream for its retention,
+and in the run history (SQL, docs/history.md) for as long as that keeps runs. A ``:events``
+hash left by an earlier version is emptied as its ids age out of the log.
 
 Events older than the log retention are ignored (they would be pruned at once,
 and counting them again after their dedup entry was pruned would double them).
@@ -15,9 +19,8 @@ and counting them again after their dedup entry was pruned would double them).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,15 +32,18 @@ from redis.exceptions import NoScriptError
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import PROJECTION_GROUP, Keys
+from ..metrics import TRIMMED_UNREAD
 from ..redis_client import Client, Entry
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
+from .progress import GroupProgress, entry_id, text
 
 log = structlog.get_logger("chatflow.projections")
 _decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
 
-# KEYS: log zset, events hash, buckets hash (one tool)
-# ARGV: log floor ms, bucket floor hour, then per event six values:
-#       dedup id, occurred ms, hour, ok (0/1), duration ms, event json
+# KEYS: log zset, legacy events hash (only emptied), buckets hash (one tool)
+# ARGV: log floor ms, bucket floor hour, then per event three values: dedup id, occurred ms,
+#       signed duration (ms when it succeeded, -1 - ms when it failed: one argument fewer per
+#       event on the hot path; the hour is computed here for the same reason).
 # Returns one verdict per event: 1 applied, 0 duplicate, -1 older than the log floor.
 _APPLY = """
 local log_floor = tonumber(ARGV[1])
@@ -46,14 +52,14 @@ local fresh_hour = false
 -- A read model: the batch's counters are summed per hour here and written once per hour
 -- (three HINCRBYs per tool and hour for the whole batch, not three per event).
 local hours, sums = {}, {}
-for i = 3, #ARGV, 6 do
-  local id, occurred, h = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+for i = 3, #ARGV, 3 do
+  local id, occurred, signed = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if occurred < log_floor then
     verdicts[#verdicts + 1] = -1
   elseif redis.call('ZADD', KEYS[1], 'NX', occurred, id) == 0 then
     verdicts[#verdicts + 1] = 0
   else
-    redis.call('HSET', KEYS[2], id, ARGV[i + 5])
+    local h = string.format('%d', math.floor(occurred / 3600000))
     local sum = sums[h]
     if sum == nil then
       sum = {0, 0, 0}
@@ -61,8 +67,12 @@ for i = 3, #ARGV, 6 do
       hours[#hours + 1] = h
     end
     sum[1] = sum[1] + 1
-    sum[2] = sum[2] + tonumber(ARGV[i + 3])
-    sum[3] = sum[3] + tonumber(ARGV[i + 4])
+    if signed >= 0 then
+      sum[2] = sum[2] + 1
+      sum[3] = sum[3] + signed
+    else
+      sum[3] = sum[3] - 1 - signed
+    end
     verdicts[#verdicts + 1] = 1
   end
 end
@@ -101,7 +111,6 @@ class Parsed:
     occurred_ms: int
     ok: bool
     duration_ms: int
-    data: bytes
 
 
 def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
@@ -122,14 +131,14 @@ def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
     # may not, and then the stream entry id is the stable identity of a redelivery.
     dedup = event.executionId or f"entry:{entry_id.decode()}"
     tool = event.toolId or event.publishedToolId
-    return Parsed(dedup, tool, occurred, event.success, max(0, event.durationMs), raw)
+    return Parsed(dedup, tool, occurred, event.success, max(0, event.durationMs))
 
 
 class ExecutionLog:
     """Applies tool-execution events to the projection of namespace ``ns``."""
 
     def __init__(self, client: Client, keys: Keys, *, ns: str = "proj",
-                 log_retention_ms: int = 90 * 86_400_000,
+                 log_retention_ms: int = 8 * 86_400_000,
                  clock: Callable[[], int] = now_ms) -> None:
         self.client = client
         self.keys = keys
@@ -139,11 +148,15 @@ class ExecutionLog:
         self._apply = client.register_script(_APPLY)
         self.applied = 0
         self.duplicates = 0
-        self._progress: asyncio.Condition | None = None
+        self.progress = GroupProgress(client, keys.executions, PROJECTION_GROUP)
 
     async def apply(self, entries: list[Entry]) -> int:
         """Apply entries (any order, any number of times); returns how many were new."""
-        rows = [p for p in (parse_entry(i, f) for i, f in entries) if p is not None]
+        return await self.apply_rows([p for p in (parse_entry(i, f) for i, f in entries)
+                                      if p is not None])
+
+    async def apply_rows(self, rows: list[Parsed]) -> int:
+        """Apply parsed events (from the stream, or runs read back from the history)."""
         if not rows:
             return 0
         now = self.clock()
@@ -160,8 +173,8 @@ class ExecutionLog:
                 for tool, group in by_tool.items():
                     args: list[Any] = [log_floor, bucket_floor]
                     for r in group:
-                        args += [r.dedup, r.occurred_ms, r.occurred_ms // HOUR_MS, int(r.ok),
-                                 r.duration_ms, r.data]
+                        args += [r.dedup, r.occurred_ms,
+                                 r.duration_ms if r.ok else -1 - r.duration_ms]
                     pipe.execute_command("EVALSHA", self._apply.sha, 3, k.proj_log(tool, ns),
                                          k.proj_events(tool, ns), k.proj_buckets(tool, ns), *args)
                 for tool in by_tool:
@@ -185,33 +198,13 @@ class ExecutionLog:
         ids = [entry_id for entry_id, _ in entries]
         if ids:
             await self.client.xack(self.keys.executions, PROJECTION_GROUP, *ids)
-        async with self._condition():
-            self._condition().notify_all()
-
-    def _condition(self) -> asyncio.Condition:
-        if self._progress is None:
-            self._progress = asyncio.Condition()
-        return self._progress
+        await self.progress.advanced()
 
     async def caught_up(self) -> bool:
-        """True when the group has been delivered every entry and acked them all."""
-        try:
-            info = await self.client.xinfo_stream(self.keys.executions)
-        except Exception:  # no stream yet: nothing to catch up with
-            return True
-        last = _s(info.get("last-generated-id"))
-        for group in await self.client.xinfo_groups(self.keys.executions):
-            if _s(group.get("name")) == PROJECTION_GROUP:
-                delivered = _s(group.get("last-delivered-id"))
-                return int(group.get("pending") or 0) == 0 and _id(delivered) >= _id(last)
-        return False
+        return await self.progress.caught_up()
 
     async def wait_caught_up(self, timeout_s: float = 30.0) -> None:
-        """Wait, without polling, until this process's consumer has caught up with the stream."""
-        cond = self._condition()
-        async with cond:
-            while not await self.caught_up():
-                await asyncio.wait_for(cond.wait(), timeout=timeout_s)
+        await self.progress.wait_caught_up(timeout_s)
 
 
 async def ensure_group(client: Client, keys: Keys) -> None:
@@ -238,9 +231,14 @@ Progress = Callable[[int, int], None]
 
 
 async def rebuild(client: Client, keys: Keys, *, ns: str = "proj",
-                  log_retention_ms: int = 90 * 86_400_000, clock: Callable[[], int] = now_ms,
-                  progress: Progress | None = None, page: int = 500) -> int:
+                  log_retention_ms: int = 8 * 86_400_000, clock: Callable[[], int] = now_ms,
+                  progress: Progress | None = None, page: int = 500,
+                  history: AsyncIterable[list[Parsed]] | None = None) -> int:
     """Drop namespace ``ns`` and replay the whole source stream into it; returns events read.
+
+    ``history``: runs read back from the run history (``handlers.history.queries.
+    metric_rows``), applied first, so buckets older than the stream's retention come back too;
+    a run in both is counted once (the dedup is the execution id either way).
 
     Safe while live consumers write the same namespace: everything is deduplicated by
     executionId, and the replay reads up to the stream's end, so an event is counted
@@ -249,6 +247,9 @@ async def rebuild(client: Client, keys: Keys, *, ns: str = "proj",
     await drop(client, keys, ns)
     projection = ExecutionLog(client, keys, ns=ns, log_retention_ms=log_retention_ms,
                               clock=clock)
+    if history is not None:
+        async for rows in history:
+            await projection.apply_rows(rows)
     total = int(await client.xlen(keys.executions))
     done = 0
     cursor = "-"
@@ -280,34 +281,46 @@ async def snapshot(client: Client, keys: Keys, *, ns: str = "proj",
     return out
 
 
-async def trim_source(client: Client, keys: Keys, *, retention_ms: int,
+async def trim_source(client: Client, keys: Keys, *, retention_ms: int, unread_max_ms: int = 0,
                       now: int | None = None) -> int:
-    """MINID-trim ``stream:tool-executions`` to ``retention_ms``, never past what the
-    projection group has yet to process (its last-delivered id and oldest pending entry)."""
+    """MINID-trim ``stream:tool-executions`` to ``retention_ms``, never past what any consumer
+    group (the metrics projection, the run history, any other reader) has yet to process: its
+    last-delivered id and its oldest pending entry.
+
+    A reader stopped for good would hold the stream forever, so ``unread_max_ms`` (when > 0)
+    bounds the wait: entries older than that are trimmed even if unread. That loss is logged
+    as an error naming the groups and counted in ``chatflow_executions_trimmed_unread_total``
+    (docs/history.md "Source retention"). Returns the entries trimmed."""
     if retention_ms <= 0:
         return 0
-    floor = (now if now is not None else now_ms()) - retention_ms
+    clock = now if now is not None else now_ms()
+    floor = clock - retention_ms
+    behind: dict[str, int] = {}  # group -> the ms of the oldest entry it still needs
     for group in await client.xinfo_groups(keys.executions):
-        if _s(group.get("name")) != PROJECTION_GROUP:
-            continue
-        floor = min(floor, _id_ms(_s(group.get("last-delivered-id")) or "0-0"))
+        name = text(group.get("name"))
+        needs = _id_ms(text(group.get("last-delivered-id")) or "0-0")
         if int(group.get("pending") or 0):
-            pending = await client.xpending(keys.executions, PROJECTION_GROUP)
-            floor = min(floor, _id_ms(_s(pending.get("min")) or "0-0"))
-    if floor <= 0:
-        return 0
-    trimmed: int = await client.xtrim(keys.executions, minid=f"{floor}-0", approximate=False)
+            pending = await client.xpending(keys.executions, name)
+            needs = min(needs, _id_ms(text(pending.get("min")) or "0-0"))
+        behind[name] = needs
+    safe = min([floor, *behind.values()])
+    trimmed = 0
+    if safe > 0:
+        trimmed = int(await client.xtrim(keys.executions, minid=f"{safe}-0", approximate=False))
+    hard = clock - unread_max_ms
+    if unread_max_ms > 0 and safe < min(floor, hard):
+        lost = int(await client.xtrim(keys.executions, minid=f"{min(floor, hard)}-0",
+                                      approximate=False))
+        if lost:
+            late = sorted(g for g, ms in behind.items() if ms < hard)
+            TRIMMED_UNREAD.inc(lost)
+            log.error("execution events trimmed before every group read them", lost=lost,
+                      groups=late, unread_max_s=unread_max_ms // 1000,
+                      fix="restart the reader (for the history: a worker with "
+                          "CHATFLOW_HISTORY_URL), or XGROUP DESTROY a group nobody reads any more")
+        trimmed += lost
     return trimmed
 
 
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value or "")
-
-
-def _id(entry_id: str) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition("-")
-    return int(ms or 0), int(seq or 0)
-
-
-def _id_ms(entry_id: str) -> int:
-    return int(entry_id.split("-", 1)[0])
+def _id_ms(entry: str) -> int:
+    return entry_id(entry)[0]

@@ -62,7 +62,8 @@ class ProjectionRunner:
                                             self.projection.process, "projection")
                 if ticks % 30 == 0:
                     await trim_source(self.client, self.keys,
-                                      retention_ms=s.executions_retention_s * 1000)
+                                      retention_ms=s.executions_retention_s * 1000,
+                                      unread_max_ms=s.executions_unread_max_s * 1000)
             ticks += 1
             await asyncio.sleep(s.claim_interval_ms / 1000)
 

@@ -18,6 +18,9 @@ async def test_every_command_gets_one_result_while_workers_are_killed_every_few_
     assert report.kills >= 3
     assert (report.results, report.lost, report.duplicates) == (600, 0, 0)
     assert report.failed == 0 and report.wrong == 0
+    # The workers wrote a SQLite run history: every execution in it once, as its event says.
+    assert report.history and report.history_rows == report.events - report.event_duplicates
+    assert (report.history_missing, report.history_differ) == (0, 0)
 
 
 async def test_every_execution_event_is_counted_once_by_the_projection_despite_kills(

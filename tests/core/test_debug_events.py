@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from tests.core.tools import call, ret, script, to, tool
+import json
+
+from tests.core.tools import call, http, ret, script, to, tool
 from tests.harness import Harness
+from tests.support.http import LoopbackServer
 
 
 async def _debug(harness: Harness, contact: str) -> list[dict]:
@@ -76,3 +79,20 @@ async def test_every_tool_run_emits_an_execution_event(harness: Harness) -> None
         ("pt-child", True, 1), ("pt-parent", True, 0)]
     assert all(set(e) >= {"toolId", "publishedToolId", "durationMs", "success", "occurredAt"}
                for e in mine)
+
+
+async def test_a_one_megabyte_http_body_gives_bounded_debug_events_that_say_it_was_cut(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    http_server.route("GET", "/big", {"blob": "x" * 1_000_000})
+    await harness.put_tool("pt-big", tool("h", http("h", http_server.base + "/big", to("r"),
+                                                    responseBodyVariable="body"),
+                                          ret("r", "{{body.blob}}")))
+    result = await harness.run("pt-big", debug=True, contact="c-big")
+    assert result.result == "x" * 1_000_000  # the answer itself is whole
+    events = await _debug(harness, "c-big")
+    assert all(len(json.dumps(e)) < 40_000 for e in events)
+    returned, final = events[-2:]
+    for event in (returned, final):
+        cut = event["payload"]["result"]
+        assert cut["truncated"] is True and cut["bytes"] == 1_000_002  # the JSON string's size
+        assert cut["head"].startswith('"xxx')

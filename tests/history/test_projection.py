@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -179,3 +182,69 @@ async def test_verify_finds_every_event_stored_once_and_names_a_missing_row(
         assert found.missing == [ran[1].executionId] and not found.ok
     finally:
         await engine.dispose()
+
+
+async def projections_verify(h: Harness) -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATFLOW_")}
+    env.update(REDIS_URL=h.url, CHATFLOW_PREFIX=h.settings.prefix,
+               CHATFLOW_PARTITIONS=str(h.settings.partitions),
+               CHATFLOW_HISTORY_URL=h.settings.history_url)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatflow.handlers.cli", "projections", "rebuild", "--verify",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
+    return int(proc.returncode or 0), out.decode()
+
+
+async def test_projections_rebuild_verify_passes_a_consistent_history_and_names_what_differs(
+        hist: Harness) -> None:
+    await hist.put_tool("pt-rv", tool("r", ret("r", "x")), tool_id="t-rv")
+    ran = [await hist.run("pt-rv") for _ in range(3)]
+    await history_of(hist).wait_caught_up()
+    await hist.workers[0].projection.wait_caught_up()
+    code, out = await projections_verify(hist)
+    assert code == 0, out
+    assert "projections equal" in out and "3 executions in the stream, 3 stored" in out
+    engine = engine_for(hist.settings.history_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.delete(runs).where(runs.c.execution_id == ran[0].executionId))
+            await conn.execute(sa.update(runs).where(runs.c.execution_id == ran[1].executionId)
+                               .values(status="error"))
+    finally:
+        await engine.dispose()
+    code, out = await projections_verify(hist)
+    assert code == 1, out
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert {"execution": ran[0].executionId, "history": "missing"} in lines
+    assert {"execution": ran[1].executionId, "column": "status", "stream": "ok",
+            "history": "error"} in lines
+    assert "1 missing, 1 differ" in out
+
+
+async def test_the_metrics_rebuild_from_the_history_once_the_stream_is_trimmed(
+        hist: Harness) -> None:
+    from chatflow.handlers.history.queries import metric_rows
+    from chatflow.handlers.projections import rebuild, snapshot, tool_metrics
+
+    await hist.put_tool("pt-ok", tool("r", ret("r", "x")), tool_id="t-ok")
+    await hist.put_tool("pt-bad", tool("s", script("s", "throw new Error('no')", "v", to("r")),
+                                       ret("r", "x")), tool_id="t-bad")
+    for _ in range(3):
+        assert (await hist.run("pt-ok")).ok
+    assert not (await hist.run("pt-bad")).ok
+    await history_of(hist).wait_caught_up()
+    await hist.workers[0].projection.wait_caught_up()
+    live = await snapshot(hist.client, hist.keys)
+    await hist.client.xtrim(hist.keys.executions, maxlen=0, approximate=False)
+    assert await rebuild(hist.client, hist.keys, ns="stream-only") == 0
+    assert await tool_metrics(hist.client, hist.keys, ["t-ok"], ns="stream-only") == \
+        {"t-ok": {"runs7d": 0, "avgMs": 0, "successRate": 0.0}}
+    engine = engine_for(hist.settings.history_url)
+    try:
+        await rebuild(hist.client, hist.keys, ns="from-history",
+                      history=metric_rows(engine, 0, page=2))  # pages of 2: the cursor works
+    finally:
+        await engine.dispose()
+    assert await snapshot(hist.client, hist.keys, ns="from-history") == live
+    assert live["t-ok"]["metrics"]["runs7d"] == 3 and live["t-bad"]["metrics"]["runs7d"] == 1

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from structlog.testing import capture_logs
+
+from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.keys import PROJECTION_GROUP
+from chatflow.handlers.metrics import TRIMMED_UNREAD
 from chatflow.handlers.projections import ExecutionLog, rebuild, snapshot, tool_metrics, trim_source
 from chatflow.handlers.projections.metrics import HOUR_MS
 from tests.harness import Harness
@@ -92,15 +96,18 @@ async def test_a_rebuild_in_place_over_the_live_projection_changes_nothing(
     assert await snapshot(harness.client, harness.keys) == before
 
 
-async def test_the_log_survives_the_deletion_of_its_tool(harness: Harness) -> None:
+async def test_the_metrics_survive_the_deletion_of_their_tool_without_an_audit_copy(
+        harness: Harness) -> None:
     await harness.put_tool("pt-gone", returning("bye"), tool_id="t-gone")
     result = await harness.run("pt-gone")
     await harness.workers[0].projection.wait_caught_up()
     await harness.client.delete(harness.keys.tool("pt-gone"))
     metrics = await tool_metrics(harness.client, harness.keys, ["t-gone"])
     assert metrics["t-gone"]["runs7d"] == 1
-    events = await harness.client.hgetall(harness.keys.proj_events("t-gone"))
-    assert [json.loads(v)["executionId"] for v in events.values()] == [result.executionId]
+    logged = await harness.client.zrange(harness.keys.proj_log("t-gone"), 0, -1)
+    assert logged == [result.executionId.encode()]
+    # The audit is the source stream (and the run history), not a copy in the projection.
+    assert not await harness.client.exists(harness.keys.proj_events("t-gone"))
 
 
 async def test_trimming_keeps_what_the_group_has_not_processed(bare: Harness) -> None:
@@ -116,6 +123,41 @@ async def test_trimming_keeps_what_the_group_has_not_processed(bare: Harness) ->
                       f"{NOW - 2 * DAY_MS}-0")
     assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 1
     assert await client.xlen(keys.executions) == 2
+
+
+async def test_trimming_waits_for_the_history_group_too(bare: Harness) -> None:
+    client, keys = bare.client, bare.keys
+    for group in (PROJECTION_GROUP, HISTORY_GROUP):
+        await client.xgroup_create(keys.executions, group, id="0", mkstream=True)
+    for days in (3, 2):
+        await client.xadd(keys.executions, {"data": "{}"}, id=f"{NOW - days * DAY_MS}-0")
+    await client.xreadgroup(PROJECTION_GROUP, "c", {keys.executions: ">"})
+    await client.xack(keys.executions, PROJECTION_GROUP, f"{NOW - 3 * DAY_MS}-0",
+                      f"{NOW - 2 * DAY_MS}-0")
+    # The metrics have counted both; the history has read neither: nothing goes.
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 0
+    await client.xreadgroup(HISTORY_GROUP, "h", {keys.executions: ">"})
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 0  # 2 pending
+    await client.xack(keys.executions, HISTORY_GROUP, f"{NOW - 3 * DAY_MS}-0",
+                      f"{NOW - 2 * DAY_MS}-0")
+    assert await trim_source(client, keys, retention_ms=DAY_MS, now=NOW) == 1
+    assert await client.xlen(keys.executions) == 1
+
+
+async def test_a_group_stopped_past_the_unread_bound_loses_events_loudly_and_counted(
+        bare: Harness) -> None:
+    client, keys = bare.client, bare.keys
+    await client.xgroup_create(keys.executions, HISTORY_GROUP, id="0", mkstream=True)
+    for days in (9, 8, 2):
+        await client.xadd(keys.executions, {"data": "{}"}, id=f"{NOW - days * DAY_MS}-0")
+    before = TRIMMED_UNREAD._value.get()
+    with capture_logs() as logs:
+        assert await trim_source(client, keys, retention_ms=DAY_MS, unread_max_ms=7 * DAY_MS,
+                                 now=NOW) == 2
+    assert TRIMMED_UNREAD._value.get() - before == 2
+    [error] = [e for e in logs if e["log_level"] == "error"]
+    assert error["lost"] == 2 and error["groups"] == [HISTORY_GROUP]
+    assert await client.xlen(keys.executions) == 1  # two days old, unread: kept
 
 
 async def test_a_rebuild_after_trimming_recovers_only_what_the_stream_still_holds(

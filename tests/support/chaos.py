@@ -11,7 +11,9 @@ then checks, once every consumer group is drained:
 
 * one result per command: 0 lost, 0 duplicates, every result ``ok``;
 * every ToolExecutionStreamEvent once in ``stream:tool-executions`` and counted
-  once by the execution log projection (``runs7d`` per tool = executions per tool).
+  once by the execution log projection (``runs7d`` per tool = executions per tool);
+* every execution once in the run history the workers write (a SQLite file; ``--no-history``
+  turns it off), with its event's tool, status, duration and end.
 
 Exit status 0 when all of that holds. ``tests/chaos/test_chaos_short.py`` runs the
 short form (``--executions 600 --seconds 60``).
@@ -37,12 +39,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chatflow.handlers.embedded import EmbeddedServer
+from chatflow.handlers.history.db import engine_for, upgrade
+from chatflow.handlers.history.runner import HISTORY_GROUP
+from chatflow.handlers.history.schema import runs as run_rows
+from chatflow.handlers.history.verify import verify
 from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
 from chatflow.handlers.projections.metrics import tool_metrics
 from chatflow.handlers.redis_client import Client, make_client
@@ -223,6 +230,16 @@ class Report:
     projection: dict[str, tuple[int, int]] = field(default_factory=dict)  # tool: (runs7d, events)
     expected_events: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    history: bool = False  # the workers wrote a run history (SQLite)
+    history_rows: int = 0
+    history_missing: int = 0  # executions in the stream without their row
+    history_differ: int = 0  # rows that say another tool, status, duration or end
+
+    @property
+    def history_ok(self) -> bool:
+        distinct = self.events - self.event_duplicates
+        return not self.history or (self.history_rows == distinct and not self.history_missing
+                                    and not self.history_differ)
 
     @property
     def projection_ok(self) -> bool:
@@ -240,7 +257,7 @@ class Report:
     def ok(self) -> bool:
         return (self.results == self.executions and self.lost == 0 and self.duplicates == 0
                 and self.failed == 0 and self.wrong == 0 and self.event_duplicates == 0
-                and self.projection_ok)
+                and self.projection_ok and self.history_ok)
 
     def render(self) -> str:
         lines = [f"executions {self.executions}  results {self.results}  lost {self.lost}  "
@@ -250,6 +267,10 @@ class Report:
         for tool, (runs, events) in sorted(self.projection.items()):
             lines.append(f"  projection {tool:<16} runs7d {runs:6d}  events {events:6d}  "
                          f"expected {self.expected_events.get(tool, 0):6d}")
+        if self.history:
+            lines.append(f"  history rows {self.history_rows}  missing {self.history_missing}  "
+                         f"differ {self.history_differ}  (distinct execution events "
+                         f"{self.events - self.event_duplicates})")
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("OK" if self.ok else "FAILED")
         return "\n".join(lines)
@@ -266,9 +287,11 @@ async def read_all(client: Client, stream: str) -> list[tuple[bytes, dict[bytes,
         cursor = "(" + page[-1][0].decode()
 
 
-async def drained(client: Client, keys: Keys, timeout_s: float) -> bool:
+async def drained(client: Client, keys: Keys, timeout_s: float, history: bool = False) -> bool:
     """Every consumer group of the prefix has read and acked everything (bounded polling)."""
     pairs = [(keys.commands, COMMANDS_GROUP), (keys.executions, PROJECTION_GROUP)]
+    if history:
+        pairs.append((keys.executions, HISTORY_GROUP))
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     deadline = time.monotonic() + timeout_s
@@ -331,9 +354,11 @@ async def drive(client: Client, keys: Keys, plan: list[tuple[str, str, int]], *,
 
 async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
               kill_every: float = 3.0, window: int = 256, cluster: bool = False,
-              seed: int | None = None, partitions: int = 4, rate: float = 0.0) -> Report:
+              seed: int | None = None, partitions: int = 4, rate: float = 0.0,
+              history: bool = True) -> Report:
     """``rate``: commands per second at most (0: as fast as the window allows), to spread
-    the load over enough kills."""
+    the load over enough kills. ``history``: the workers write a run history into a SQLite
+    file of their own, and every execution must land in it exactly once."""
     rng = random.Random(seed)
     prefix = f"chaos{uuid.uuid4().hex[:6]}:"
     keys = Keys(prefix, partitions)
@@ -342,8 +367,13 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
     env = {"CHATFLOW_PARTITIONS": str(partitions)}
     if cluster:
         env["CHATFLOW_REDIS_CLUSTER"] = "true"
+    scratch = tempfile.TemporaryDirectory(prefix="chaos-history-")
+    history_url = f"sqlite:///{Path(scratch.name) / 'history.db'}" if history else ""
+    if history_url:  # migrated once here: workers killed mid-migration would prove nothing
+        await migrate(history_url)
+        env["CHATFLOW_HISTORY_URL"] = history_url
     pool = WorkerPool(url, prefix, env)
-    report = Report(executions)
+    report = Report(executions, history=history)
     started = time.monotonic()
     deadline = started + seconds
     try:
@@ -363,7 +393,7 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
         report.kills = pool.killed
         report.seconds = time.monotonic() - started
         # Let late duplicates surface: every group drained, then read the streams whole.
-        if not await drained(client, keys, max(10.0, deadline - time.monotonic())):
+        if not await drained(client, keys, max(10.0, deadline - time.monotonic()), history):
             report.notes.append("consumer groups not drained before the deadline")
         counts: Counter[str] = Counter()
         report.results = 0
@@ -384,11 +414,37 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
         report.lost = executions - len(counts)
         report.duplicates = sum(c - 1 for c in counts.values())
         await check_projection(client, keys, plan, report)
+        if history_url:
+            await check_history(client, keys, history_url, report)
     finally:
         pool.stop()
         http.stop()
         await client.aclose()
+        scratch.cleanup()
     return report
+
+
+async def migrate(url: str) -> None:
+    engine = engine_for(url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+
+
+async def check_history(client: Client, keys: Keys, url: str, report: Report) -> None:
+    """Every execution event in the stream has exactly one run row (rows are keyed by
+    execution id, so never two), with its event's tool, status, duration and end."""
+    engine = engine_for(url)
+    try:
+        found = await verify(client, keys, engine)
+        async with engine.connect() as conn:
+            report.history_rows = int((await conn.execute(
+                sa.select(sa.func.count()).select_from(run_rows))).scalar_one())
+    finally:
+        await engine.dispose()
+    report.history_missing = len(found.missing)
+    report.history_differ = found.differing
 
 
 async def check_projection(client: Client, keys: Keys, plan: list[tuple[str, str, int]],
@@ -421,6 +477,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=0.0,
                         help="commands per second at most (0: as fast as the window allows)")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--no-history", dest="history", action="store_false",
+                        help="run without the SQLite run history (and without checking it)")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
     parser.add_argument("--cluster", action="store_true",
                         help="against a local 3-master cluster (or --redis-url of a cluster node)")
@@ -434,7 +492,7 @@ def main() -> None:
         report = asyncio.run(run(url, executions=args.executions, seconds=args.seconds,
                                  workers=args.workers, kill_every=args.kill_every,
                                  window=args.window, cluster=args.cluster, seed=args.seed,
-                                 rate=args.rate))
+                                 rate=args.rate, history=args.history))
     finally:
         if servers is not None:
             servers.stop()
