@@ -41,6 +41,8 @@ class Exchange:
     turn: ModelTurn
     input_tokens: int
     output_tokens: int
+    # The request body exactly as the real provider encoder built it.
+    body: dict[str, Any]
 
 
 def _words(text: str | None) -> int:
@@ -165,16 +167,22 @@ class ModelDouble(Provider):
         if not info.stream:
             turn = await self.respond(info, messages)
             produced = output_tokens(turn.text or "") + sum(output_tokens(c) for c in turn.calls)
-            self.exchanges.append(Exchange(info, tuple(messages), turn, prompt, produced))
+            self.exchanges.append(Exchange(info, tuple(messages), turn, prompt, produced, body))
             return httpx.Response(200, json=reply_body(family, model, turn, (prompt, produced)))
         return httpx.Response(
             200,
             headers={"content-type": "text/event-stream"},
-            content=self._recorded_events(family, model, info, messages, prompt),
+            content=self._recorded_events(family, model, info, messages, prompt, body),
         )
 
     async def _recorded_events(
-        self, family: str, model: str, info: AgentInfo, messages: list[Message], prompt: int
+        self,
+        family: str,
+        model: str,
+        info: AgentInfo,
+        messages: list[Message],
+        prompt: int,
+        body: dict[str, Any],
     ) -> AsyncIterator[bytes]:
         texts: list[str] = []
         calls: list[Call] = []
@@ -189,11 +197,13 @@ class ModelDouble(Provider):
                     texts.append(piece)
                 produced += output_tokens(piece)
                 yield piece
+            # Recorded here, once the reply is known: the reader may stop at the
+            # provider's end marker ([DONE]) without draining the last events.
+            turn = ModelTurn("".join(texts) or None, tuple(calls))
+            self.exchanges.append(Exchange(info, tuple(messages), turn, prompt, produced, body))
 
         async for event in reply_events(family, model, pieces(), prompt, output_tokens):
             yield event
-        turn = ModelTurn("".join(texts) or None, tuple(calls))
-        self.exchanges.append(Exchange(info, tuple(messages), turn, prompt, produced))
 
     # The real provider does all of this; a double is never asked directly.
 
