@@ -285,3 +285,21 @@ def test_a_test_model_needs_a_known_family() -> None:
     with pytest.raises(Exception, match=r"family='gemini', 'openai' or 'anthropic'"):
         Runner(agent).run("s", "hi")
     assert Runner(Agent("a", model="my-model", provider=TestModel(family="openai"))).run("s", "hi").content
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_an_error_raised_by_the_model_function_reaches_the_test_unchanged(
+    family: str, streamed: bool
+) -> None:
+    def broken(messages: list[Message], info: AgentInfo) -> str:
+        raise LookupError("the fixture has no answer for this")
+
+    runner = Runner(_agent(family, FunctionModel(broken)))
+    with pytest.raises(LookupError, match="the fixture has no answer"):
+        if streamed:
+            async for _ in runner.run_streamed("s", "go"):
+                pass
+        else:
+            await runner.run_async("s", "go")
+    # Nothing of the failed run is kept: the next run starts from a clean session.
+    assert await runner.session_store.load("s") == []
