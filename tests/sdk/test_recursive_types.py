@@ -217,3 +217,51 @@ def test_a_recursive_output_type_works_for_openai_and_is_refused_for_gemini() ->
     assert isinstance(result.output, Category)
     with pytest.raises(ToolSchemaError, match="Category refers to itself"):
         Agent("a", model="gemini-2.5-flash", output_type=Category)
+
+
+# -- an MCP server's recursive inputSchema (FastMCP writes pydantic's $defs/$ref) reads the same way
+
+
+def test_an_mcp_tool_with_a_recursive_input_schema_is_a_ref_for_openai_and_refused_for_gemini() -> None:
+    import mcp.types
+
+    from chatflow_agent.mcp import MCPServerStdio, MCPTool
+
+    # What FastMCP lists for `def file_under(category: Category)`: pydantic's schema.
+    schema = {
+        "type": "object",
+        "title": "file_underArguments",
+        "properties": {"category": {"$ref": "#/$defs/Category"}},
+        "required": ["category"],
+        "$defs": {
+            "Category": {
+                "type": "object",
+                "title": "Category",
+                "description": "A category and its subcategories.",
+                "properties": {
+                    "name": {"type": "string", "title": "Name"},
+                    "children": {
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/Category"},
+                        "default": [],
+                        "title": "Children",
+                    },
+                },
+                "required": ["name"],
+            }
+        },
+    }
+    listed = mcp.types.Tool(name="file_under", description="File it.", inputSchema=schema)
+    server = MCPServerStdio("unused-command", name="catalog")  # never started: the schema is read offline
+    remote = MCPTool(server, listed)
+
+    parameters = remote.to_openai_parameters()
+    jsonschema.Draft202012Validator.check_schema(parameters)
+    assert parameters["properties"]["category"] == {"$ref": "#/$defs/Category"}
+    assert parameters["$defs"]["Category"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Category"}
+    _check_strict(remote.to_openai_parameters(strict=True))
+    check_anthropic_tool(remote.to_anthropic_tool())
+    sent = {"category": {"name": "a", "children": [{"name": "b", "children": []}]}}
+    jsonschema.validate(sent, parameters)
+    with pytest.raises(ToolSchemaError, match=r"catalog.*file_under.*Category refers to itself"):
+        remote.to_gemini_declaration()
