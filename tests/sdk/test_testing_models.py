@@ -303,3 +303,22 @@ async def test_an_error_raised_by_the_model_function_reaches_the_test_unchanged(
             await runner.run_async("s", "go")
     # Nothing of the failed run is kept: the next run starts from a clean session.
     assert await runner.session_store.load("s") == []
+
+
+def test_test_model_arguments_fit_openai_s_strict_schema_too() -> None:
+    @tool
+    def deliver(to: Address, size: Size, note: str | None = None) -> str:
+        """Deliver a parcel."""
+        return f"{size.value} to {to.street}"
+
+    test_model = TestModel()
+    strict = Agent("a", tools=[deliver], model="gpt-4o-mini", provider=test_model, strict_tools=True)
+    result = Runner(strict).run("s", "go")
+
+    assert result.tool_calls_executed == ["deliver"] and not result.tool_results[0].is_error
+    declared = test_model.exchanges[0].body["tools"][0]["function"]
+    assert declared["strict"] is True
+    call = test_model.exchanges[1].messages[-2].tool_calls[0]  # type: ignore[union-attr]
+    jsonschema.validate(call.arguments, declared["parameters"])
+    assert set(call.arguments) == {"to", "size", "note"}  # strict: every property is sent
+    _check_wire("openai", test_model)
