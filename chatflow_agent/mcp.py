@@ -19,12 +19,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from .core.durations import check_seconds
-from .errors import ChatflowAgentError, ToolExecutionError
+from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
 from .schema.declarations import ProviderDeclarations
 from .schema.dialects import JsonSchemaRenderer, render_gemini
 from .schema.json_import import JsonSchemaReader
 from .schema.limits import check_tool_name
-from .schema.nodes import ObjectNode
+from .schema.nodes import ObjectNode, resolve
 from .schema.walk import TypeWalker
 from .tools.arguments import normalize
 from .tools.execution import run_sync
@@ -194,11 +194,17 @@ class MCPTool(ProviderDeclarations):
         check_tool_name(self.name, owner=owner)
         schema = _field(tool, "input_schema", "inputSchema") or {"type": "object"}
         self._walker = TypeWalker(owner)
-        node = JsonSchemaReader(schema, self._walker).read(schema)
+        node = resolve(JsonSchemaReader(schema, self._walker).read(schema))
         if not isinstance(node, ObjectNode):
             node = ObjectNode(properties=())
         self._node = node
-        self._gemini = render_gemini(node)
+        # A recursive schema is refused only when Gemini's declaration is asked for.
+        self._gemini: dict[str, Any] | None = None
+        self._gemini_refusal: ToolSchemaError | None = None
+        try:
+            self._gemini = render_gemini(node, self._walker.error)
+        except ToolSchemaError as exc:
+            self._gemini_refusal = exc
         self._json = JsonSchemaRenderer(strict=False, error=self._walker.error).render(node)
 
     def __repr__(self) -> str:
@@ -208,7 +214,9 @@ class MCPTool(ProviderDeclarations):
         declaration: dict[str, Any] = {"name": self.name}
         if self.description:
             declaration["description"] = self.description
-        if self._node.properties:
+        if self._gemini_refusal is not None:
+            raise ToolSchemaError(str(self._gemini_refusal), function=self._gemini_refusal.function)
+        if self._node.properties and self._gemini is not None:
             declaration["parameters"] = self._gemini
         return declaration
 

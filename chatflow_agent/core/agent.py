@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -15,8 +16,6 @@ from .usage import UsageLimits
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
-
-
 
 
 @runtime_checkable
@@ -86,11 +85,24 @@ class Agent:
                 f"agent {name!r}: a tool named {FINAL_RESULT_TOOL!r} clashes with output_type, "
                 "which uses that name for the final answer"
             )
-        if provider is None:
-            provider_family(model)  # an unknown model name fails here, not mid-run
+        if provider is None and provider_family(model) == "gemini":
+            # An unknown model name fails above, not mid-run; a tool Gemini cannot
+            # declare (a recursive type) fails here for a Gemini model.
+            for agent_tool in self.tools:
+                agent_tool.to_gemini_declaration()
+            if self.output_schema is not None:
+                self.output_schema.gemini_function()
         if strict_tools:
             for agent_tool in self.tools:
                 agent_tool.to_openai_tool(strict=True)
+
+    def with_tool_choice(self, tool_choice: str) -> Agent:
+        """This agent with another ``tool_choice`` (``Runner.run(tool_choice=...)``), checked
+        the same way; the agent itself is left as it was."""
+        chosen = copy.copy(self)
+        chosen.tool_choice = tool_choice
+        chosen._check_tool_choice()
+        return chosen
 
     def _check_tool_choice(self) -> None:
         choice = self.tool_choice

@@ -48,7 +48,12 @@ class OutputSchema:
         except ToolSchemaError:
             self.strict_json = None  # e.g. dict[str, T]: sent without strict mode
         self.json: Schema = JsonSchemaRenderer(strict=False, error=walker.error).render(self.node)
-        self.gemini: Schema = render_gemini(self.node)
+        self._walker = walker
+
+    @property
+    def gemini(self) -> Schema:
+        """Gemini's response schema; a recursive output type is refused here, only for Gemini."""
+        return render_gemini(self.node, self._walker.error)
 
     def anthropic_tool(self) -> dict[str, Any]:
         return {

@@ -51,15 +51,17 @@ class Runner:
         context: Any = None,
         hooks: RunHooks | None = None,
         usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> RunResult:
         """Run one user turn to the model's final answer; blocks until done.
 
         ``context`` reaches tools as ``RunContext.deps``; ``hooks`` replace the
-        Runner's for this run.
+        Runner's for this run; ``usage_limits`` and ``tool_choice`` replace the
+        agent's for this run.
         """
         return run_sync(
             self.run_async(session_id, user_message, context=context, hooks=hooks,
-                           usage_limits=usage_limits)
+                           usage_limits=usage_limits, tool_choice=tool_choice)
         )
 
     async def run_async(
@@ -70,9 +72,12 @@ class Runner:
         context: Any = None,
         hooks: RunHooks | None = None,
         usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> RunResult:
         """Run one user turn to the model's final answer."""
-        return await self._run(session_id, user_message, context, hooks, None, usage_limits)
+        return await self._run(
+            session_id, user_message, context, hooks, None, usage_limits, tool_choice
+        )
 
     async def run_streamed(
         self,
@@ -82,6 +87,7 @@ class Runner:
         context: Any = None,
         hooks: RunHooks | None = None,
         usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one user turn, yielding events as they happen; the last is ``final``.
 
@@ -92,7 +98,9 @@ class Runner:
         """
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.create_task(
-            self._run(session_id, user_message, context, hooks, queue.put, usage_limits)
+            self._run(
+                session_id, user_message, context, hooks, queue.put, usage_limits, tool_choice
+            )
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
@@ -113,10 +121,13 @@ class Runner:
         hooks: RunHooks | None,
         emit: Callable[[StreamEvent], Awaitable[None]] | None,
         usage_limits: UsageLimits | None = None,
+        tool_choice: str | None = None,
     ) -> RunResult:
         from ..providers.registry import provider_for_model
 
         agent = self.starting_agent
+        if tool_choice is not None:
+            agent = agent.with_tool_choice(tool_choice)
         provider = agent.provider or provider_for_model(agent.model)
         history = await self.session_store.load(session_id)
         run = _Run(agent, provider, hooks or self.hooks, session_id, context, emit)
@@ -188,7 +199,7 @@ class _Run:
         """Validate the final answer; on a first failure tell the model why and go on."""
         schema = self.agent.output_schema
         assert schema is not None
-        gemini = self.provider.gemini_dialect
+        gemini = self.provider.uses_gemini_dialect(self.agent)
         try:
             if final is not None:
                 self.result.output = schema.validate_value(final.arguments, gemini=gemini)
@@ -249,7 +260,7 @@ class _Run:
     async def _call(self, call: ToolCall) -> CallOutcome:
         if self.emit is not None:
             await self.emit(ToolCallEvent(call))
-        gemini = self.provider.gemini_dialect
+        gemini = self.provider.uses_gemini_dialect(self.agent)
         outcome = await call_tool(
             self.agent, call, gemini=gemini, context=self.context, hooks=self.hooks
         )

@@ -72,6 +72,11 @@ class Provider(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
+    def uses_gemini_dialect(self, agent: AgentConfig) -> bool:
+        """Whether ``agent``'s tool arguments arrive in Gemini's dialect (a test model's
+        dialect follows the agent's model)."""
+        return self.gemini_dialect
+
     @abstractmethod
     def endpoint(self, agent: AgentConfig) -> str: ...
 

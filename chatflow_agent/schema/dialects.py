@@ -4,11 +4,15 @@
   Gemini Developer API accepts: UPPERCASE types, ``nullable``, string-only enums,
   everything inlined, and no ``additionalProperties``: a ``dict[str, T]`` is
   declared as an ARRAY of ``{key, value}`` entries, turned back into a dict
-  when the arguments arrive (``tools.arguments.normalize``).
+  when the arguments arrive (``tools.arguments.normalize``). It has no ``$ref``,
+  so a recursive type is refused here, and only here.
 * JSON Schema: lowercase types, ``{"type": "null"}`` in unions, no ``nullable``;
-  OpenAI's ``parameters`` and Anthropic's ``input_schema``.
+  OpenAI's ``parameters`` and Anthropic's ``input_schema``. A recursive type is
+  a ``$ref`` to the root's ``$defs``, as pydantic writes it.
 * OpenAI strict: JSON Schema where every object is closed and lists all its
-  properties as required; optional ones accept null instead.
+  properties as required; optional ones accept null instead. ``$ref`` takes no
+  sibling keywords there, so a described reference is inlined one level (as the
+  OpenAI Agents SDK's ``ensure_strict_json_schema`` does).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .nodes import (
     MapNode,
     Node,
     ObjectNode,
+    RefNode,
     ScalarNode,
     UnionNode,
 )
@@ -57,8 +62,13 @@ def _is_jsonable(value: object) -> bool:
 # ---------------------------------------------------------------- Gemini
 
 
-def render_gemini(node: Node) -> Schema:
-    schema = _gemini_core(node)
+def _plain_error(path: str, message: str) -> ToolSchemaError:
+    return ToolSchemaError(message, path=path)
+
+
+def render_gemini(node: Node, error: ErrorFactory = _plain_error) -> Schema:
+    """The Gemini schema of ``node``; ``error`` builds the refusal of a recursive type."""
+    schema = _gemini_core(node, error)
     if node.nullable and not isinstance(node, AnyNode):
         schema["nullable"] = True
     if node.description:
@@ -66,7 +76,14 @@ def render_gemini(node: Node) -> Schema:
     return schema
 
 
-def _gemini_core(node: Node) -> Schema:
+def _gemini_core(node: Node, error: ErrorFactory) -> Schema:
+    if isinstance(node, RefNode):
+        raise error(
+            "",
+            f"{node.type_name} refers to itself, and Gemini's function declarations cannot "
+            "say that (they have no $ref); use the tool with an OpenAI or Anthropic model, "
+            "or give the type a fixed depth",
+        )
     if isinstance(node, ScalarNode):
         schema: Schema = {"type": node.kind.upper()}
         if node.format == "date-time":
@@ -80,13 +97,13 @@ def _gemini_core(node: Node) -> Schema:
         }
     if isinstance(node, ArrayNode):
         return _gemini_constraints(
-            {"type": "ARRAY", "items": render_gemini(node.items)}, "array", node.constraints
+            {"type": "ARRAY", "items": render_gemini(node.items, error)}, "array", node.constraints
         )
     if isinstance(node, ObjectNode):
         names = [prop.name for prop in node.properties]
         schema = {
             "type": "OBJECT",
-            "properties": {p.name: render_gemini(p.node) for p in node.properties},
+            "properties": {p.name: render_gemini(p.node, error) for p in node.properties},
         }
         required = [prop.name for prop in node.properties if prop.required]
         if required:
@@ -97,9 +114,9 @@ def _gemini_core(node: Node) -> Schema:
     if isinstance(node, MapNode):
         if isinstance(node.values, AnyNode):
             return {"type": "OBJECT"}
-        return {"type": "ARRAY", "items": gemini_map_entry(render_gemini(node.values))}
+        return {"type": "ARRAY", "items": gemini_map_entry(render_gemini(node.values, error))}
     if isinstance(node, UnionNode):
-        return {"anyOf": [render_gemini(option) for option in node.options]}
+        return {"anyOf": [render_gemini(option, error) for option in node.options]}
     return {}
 
 
@@ -151,14 +168,45 @@ class JsonSchemaRenderer:
     def __init__(self, *, strict: bool, error: ErrorFactory) -> None:
         self.strict = strict
         self._error = error
+        self._referenced: dict[str, RefNode] = {}
+        self._inlining: set[str] = set()
 
     def render(self, node: Node, path: str = "") -> Schema:
+        """The schema of ``node``, with the ``$defs`` its references need at its root."""
+        self._referenced = {}
+        schema = self._render(node, path)
+        definitions: Schema = {}
+        while missing := [n for n in self._referenced if n not in definitions]:
+            for name in missing:  # a definition may refer to further ones
+                definitions[name] = self._render(self._referenced[name].target, path)
+        if definitions:
+            schema["$defs"] = dict(sorted(definitions.items()))
+        return schema
+
+    def _render(self, node: Node, path: str) -> Schema:
+        if isinstance(node, RefNode):
+            return self._reference(node, path)
         schema = self._core(node, path)
         if node.nullable and not isinstance(node, AnyNode):
             schema = _with_null(schema)
         if node.description:
             schema["description"] = node.description
         return schema
+
+    def _reference(self, node: RefNode, path: str) -> Schema:
+        self._referenced[node.name] = node
+        if node.description and node.name not in self._inlining:
+            # $ref with a sibling is refused by strict mode; inlining one level keeps
+            # the description and is the same schema. Within that level a described
+            # reference to the same type keeps its $ref and loses its description.
+            self._inlining.add(node.name)
+            inline = replace(node.target, description=node.description, nullable=node.nullable)
+            try:
+                return self._render(inline, path)
+            finally:
+                self._inlining.discard(node.name)
+        schema: Schema = {"$ref": f"#/$defs/{node.name}"}
+        return _with_null(schema) if node.nullable else schema
 
     def _core(self, node: Node, path: str) -> Schema:
         if isinstance(node, ScalarNode):
@@ -169,7 +217,7 @@ class JsonSchemaRenderer:
         if isinstance(node, EnumNode):
             return self._enum(node.values)
         if isinstance(node, ArrayNode):
-            schema = {"type": "array", "items": self.render(node.items, f"{path}[]")}
+            schema = {"type": "array", "items": self._render(node.items, f"{path}[]")}
             if node.unique and not self.strict:
                 schema["uniqueItems"] = True
             return self._constraints(schema, "array", node.constraints)
@@ -178,10 +226,10 @@ class JsonSchemaRenderer:
         if isinstance(node, MapNode):
             if self.strict:
                 raise self._error(path, "OpenAI strict mode cannot express dict[str, T]")
-            values = {} if isinstance(node.values, AnyNode) else self.render(node.values, path)
+            values = {} if isinstance(node.values, AnyNode) else self._render(node.values, path)
             return {"type": "object", "additionalProperties": values or True}
         if isinstance(node, UnionNode):
-            return {"anyOf": [self.render(option, path) for option in node.options]}
+            return {"anyOf": [self._render(option, path) for option in node.options]}
         if self.strict:
             raise self._error(path, "OpenAI strict mode needs a concrete type, not Any")
         return {}
@@ -204,7 +252,7 @@ class JsonSchemaRenderer:
             child = prop.node
             if self.strict and not prop.required:
                 child = replace(child, nullable=True)
-            schema = self.render(child, sub)
+            schema = self._render(child, sub)
             if not self.strict and prop.has_default and _is_jsonable(prop.default):
                 schema["default"] = prop.default
             properties[prop.name] = schema

@@ -2,7 +2,8 @@
 
 Rendering the tree gives the same dialects and the same checks as ``@tool``:
 Gemini's Developer-API subset, JSON Schema and OpenAI strict mode. Local
-``$ref``s are inlined; a recursive one is refused, as Gemini cannot express it.
+``$ref``s are inlined; a recursive one becomes a ``RefNode``, as a recursive
+Python type does: ``$defs``/``$ref`` for OpenAI and Anthropic, refused for Gemini.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .nodes import (
     Node,
     ObjectNode,
     Property,
+    RefNode,
     ScalarKind,
     ScalarNode,
     UnionNode,
@@ -43,6 +45,8 @@ class JsonSchemaReader:
         self._defs: dict[str, Any] = {**root.get("definitions", {}), **root.get("$defs", {})}
         self._walker = walker
         self._refs: list[str] = []
+        self._recursive: set[str] = set()
+        self.definitions: dict[str, Node] = {}
 
     def read(self, schema: Any, path: str = "") -> Node:
         if schema is True or schema == {}:
@@ -65,12 +69,17 @@ class JsonSchemaReader:
         if name not in self._defs or not ref.startswith("#/"):
             raise self._walker.error(path, f"cannot resolve $ref {ref!r}")
         if name in self._refs:
-            raise self._walker.error(path, f"{name} refers to itself; Gemini cannot express it")
+            self._recursive.add(name)
+            node: Node = RefNode(name=name, type_name=name, definitions=self.definitions)
+            return _with(node, description=schema.get("description"), nullable=_allows_null(schema))
         self._refs.append(name)
         try:
             node = self.read(self._defs[name], path)
         finally:
             self._refs.pop()
+        if name in self._recursive:
+            self.definitions[name] = node
+            node = RefNode(name=name, type_name=name, definitions=self.definitions)
         description = schema.get("description") or node.description
         return _with(node, description=description, nullable=node.nullable or _allows_null(schema))
 

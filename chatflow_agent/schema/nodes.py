@@ -104,3 +104,30 @@ class UnionNode(Node):
 @dataclass(frozen=True, kw_only=True)
 class AnyNode(Node):
     """A value of any JSON type (``Any``, or the items of a bare ``list``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefNode(Node):
+    """A reference to a named type that refers to itself (a tree, a linked list).
+
+    JSON Schema renders it as ``{"$ref": "#/$defs/<name>"}`` with the definition in
+    the root's ``$defs``; Gemini's declarations have no ``$ref``, so there it is an
+    error. ``definitions`` is the walk's shared table, filled once the type's own
+    walk is done; it is left out of comparisons, which name the type only.
+    """
+
+    name: str
+    type_name: str
+    definitions: dict[str, Node] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def target(self) -> Node:
+        return self.definitions[self.name]
+
+
+def resolve(node: Node) -> Node:
+    """``node`` itself, or the definition a reference stands for (with its nullability)."""
+    if isinstance(node, RefNode):
+        target = node.target
+        return replace(target, nullable=True) if node.nullable else target
+    return node

@@ -1,9 +1,11 @@
 """The one type walk: Python annotations to the provider-neutral schema tree.
 
 Every dialect renders the tree this module builds, so a rule lives here once.
-Checks that only Gemini needs (no recursion, enum values that stay distinct as
-strings) also live here: Gemini's declaration is the canonical one, so a tool
-that Gemini cannot express is rejected when it is defined.
+Checks that only Gemini needs (enum values that stay distinct as strings) also
+live here: Gemini's declaration is the canonical one, so a tool that Gemini
+cannot express is rejected when it is defined. Recursion is the exception: a
+type that refers to itself becomes a ``RefNode``, which JSON Schema (OpenAI,
+Anthropic) says with ``$defs``/``$ref`` and only the Gemini dialect refuses.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .nodes import (
     Node,
     ObjectNode,
     Property,
+    RefNode,
     ScalarKind,
     ScalarNode,
     UnionNode,
@@ -105,6 +108,10 @@ class TypeWalker:
         self.owner = owner
         self.localns = localns
         self._stack: list[type] = []
+        # Types met again inside their own walk, and the $defs their RefNodes point to.
+        self._recursive: set[type] = set()
+        self._names: dict[type, str] = {}
+        self.definitions: dict[str, Node] = {}
 
     def error(self, path: str, message: str) -> ToolSchemaError:
         where = f", parameter {path!r}" if path else ""
@@ -242,13 +249,34 @@ class TypeWalker:
             return replace(nodes[0], nullable=nullable or nodes[0].nullable)
         return UnionNode(options=tuple(nodes), nullable=nullable)
 
-    def _enter(self, cls: type, path: str) -> None:
+    def _enter(self, cls: type) -> RefNode | None:
+        """Start walking ``cls``; a reference instead when ``cls`` is already being walked."""
         if cls in self._stack:
-            raise self.error(
-                path,
-                f"{cls.__qualname__} refers to itself; Gemini cannot express a recursive schema",
-            )
+            self._recursive.add(cls)
+            return self._reference(cls)
         self._stack.append(cls)
+        return None
+
+    def _leave(self, cls: type, node: Node) -> Node:
+        """Finish ``cls``: a recursive type is defined once and referred to everywhere."""
+        self._stack.pop()
+        if cls not in self._recursive:
+            return node
+        reference = self._reference(cls)
+        self.definitions[reference.name] = node
+        return reference
+
+    def _reference(self, cls: type) -> RefNode:
+        name = self._names.get(cls)
+        if name is None:
+            # Two types of one name (from two modules) must not share a definition.
+            taken = set(self._names.values())
+            name = cls.__name__
+            if name in taken:
+                name = f"{cls.__module__}.{cls.__qualname__}".replace(".", "_").replace("<", "")
+                name = name.replace(">", "")
+            self._names[cls] = name
+        return RefNode(name=name, type_name=cls.__qualname__, definitions=self.definitions)
 
     def _hints(self, owner: object, path: str) -> dict[str, Any]:
         try:
@@ -257,7 +285,8 @@ class TypeWalker:
             raise self.error(path, f"cannot resolve type hints: {exc}") from exc
 
     def _typed_dict(self, cls: type, path: str) -> Node:
-        self._enter(cls, path)
+        if (reference := self._enter(cls)) is not None:
+            return reference
         hints = self._hints(cls, path)
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset(hints))
         docs = attribute_docstrings(cls)
@@ -269,11 +298,11 @@ class TypeWalker:
             )
             for key, hint in hints.items()
         )
-        self._stack.pop()
-        return ObjectNode(properties=props, description=_class_doc(cls))
+        return self._leave(cls, ObjectNode(properties=props, description=_class_doc(cls)))
 
     def _dataclass(self, cls: type, path: str) -> Node:
-        self._enter(cls, path)
+        if (reference := self._enter(cls)) is not None:
+            return reference
         hints = self._hints(cls, path)
         props: list[Property] = []
         for field in dataclasses.fields(cls):
@@ -287,11 +316,11 @@ class TypeWalker:
                 node = replace(node, description=description)
             required = default is NO_DEFAULT and not has_factory
             props.append(Property(name=field.name, node=node, required=required, default=default))
-        self._stack.pop()
-        return ObjectNode(properties=tuple(props), description=_class_doc(cls))
+        return self._leave(cls, ObjectNode(properties=tuple(props), description=_class_doc(cls)))
 
     def _model(self, cls: type[BaseModel], path: str) -> Node:
-        self._enter(cls, path)
+        if (reference := self._enter(cls)) is not None:
+            return reference
         props: list[Property] = []
         for name, info in cls.model_fields.items():
             key = _accepted_name(cls, name, info)
@@ -301,8 +330,7 @@ class TypeWalker:
             props.append(
                 Property(name=key, node=node, required=info.is_required(), default=default)
             )
-        self._stack.pop()
-        return ObjectNode(properties=tuple(props), description=_class_doc(cls))
+        return self._leave(cls, ObjectNode(properties=tuple(props), description=_class_doc(cls)))
 
 
 def _accepted_name(cls: type[BaseModel], name: str, info: FieldInfo) -> str:

@@ -27,6 +27,7 @@ from ..schema.nodes import (
     ObjectNode,
     ScalarNode,
     UnionNode,
+    resolve,
 )
 from ..schema.signature import EMPTY, FunctionSpec, ToolParameter
 from ..schema.walk import gemini_enum_text
@@ -53,6 +54,7 @@ def normalize(node: Node, value: Any, *, from_model: bool, gemini: bool) -> Any:
     """
     if value is None:
         return value
+    node = resolve(node)  # a recursive type's reference stands for its definition
     if isinstance(node, ScalarNode):
         if node.kind == "integer" and isinstance(value, float) and value.is_integer():
             return int(value)
@@ -121,6 +123,7 @@ def _map_from_entries(node: MapNode, entries: list[Any]) -> Any:
 
 
 def _fits_container(node: Node, value: Any, *, gemini: bool = False) -> bool:
+    node = resolve(node)
     if isinstance(value, list):
         return isinstance(node, ArrayNode) or (gemini and isinstance(node, MapNode))
     return isinstance(value, dict) and isinstance(node, ObjectNode | MapNode)

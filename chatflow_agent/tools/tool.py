@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from ..core.context import current_run_context
 from ..core.durations import check_seconds
-from ..errors import ToolExecutionError
+from ..errors import ToolExecutionError, ToolSchemaError
 from ..schema import JsonSchemaRenderer, describe_function, render_gemini
 from ..schema.declarations import ProviderDeclarations
 from ..schema.dialects import Schema
@@ -94,7 +94,14 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         self.spec = spec
         self._binder = ArgumentBinder(spec, owner, localns=self._localns)
         self._walker = TypeWalker(owner)
-        self._gemini_parameters = render_gemini(spec.object_node())
+        # A recursive type is refused only when Gemini's declaration is asked for:
+        # OpenAI and Anthropic take it as $defs/$ref.
+        self._gemini_parameters: Schema | None = None
+        self._gemini_refusal: ToolSchemaError | None = None
+        try:
+            self._gemini_parameters = render_gemini(spec.object_node(), self._walker.error)
+        except ToolSchemaError as exc:
+            self._gemini_refusal = exc
         self._json_parameters = self._render_json(strict=False)
         self._context_positional = False
         if spec.context_parameter is not None:
@@ -151,8 +158,11 @@ class Tool(ProviderDeclarations, Generic[P, R]):
         declaration: dict[str, Any] = {"name": self.name}
         if self.description:
             declaration["description"] = self.description
+        if self._gemini_refusal is not None:
+            refusal = self._gemini_refusal
+            raise ToolSchemaError(str(refusal), function=refusal.function, path=refusal.path)
         # Gemini rejects an OBJECT with no properties, and a no-argument tool needs none.
-        if self.spec.parameters:
+        if self.spec.parameters and self._gemini_parameters is not None:
             declaration["parameters"] = _copy(self._gemini_parameters)
         return declaration
 

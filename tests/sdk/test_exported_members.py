@@ -59,3 +59,21 @@ def test_the_error_tree_lets_callers_catch_by_kind() -> None:
     assert issubclass(errors.ToolArgumentsError, errors.ToolExecutionError)
     assert issubclass(errors.ProviderHTTPError, errors.ProviderError)
     assert issubclass(errors.ProviderConfigError, errors.ProviderError)
+
+
+def test_the_testing_package_exports_its_models_and_what_they_speak_in() -> None:
+    import chatflow_agent.testing as testing
+
+    assert sorted(testing.__all__) == [
+        "AgentInfo",
+        "Call",
+        "Exchange",
+        "FunctionModel",
+        "ModelDouble",
+        "ModelTurn",
+        "TestModel",
+        "TestModelError",
+        "ToolDefinition",
+    ]
+    for name in testing.__all__:
+        assert getattr(testing, name).__module__.startswith("chatflow_agent.testing.")

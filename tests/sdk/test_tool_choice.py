@@ -59,3 +59,42 @@ def test_tool_choice_reaches_the_first_request_in_the_provider_s_words_then_is_r
 def test_a_tool_choice_naming_no_tool_of_the_agent_is_refused_with_the_options() -> None:
     with pytest.raises(ValueError, match=r"'lookpu'.*its tools: lookup, other"):
         Agent("a", tools=[lookup, other], model="gpt-4o", tool_choice="lookpu")
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", "none", "lookup"])
+def test_a_per_run_tool_choice_goes_on_the_wire_in_the_provider_s_words(
+    fake_provider: ProviderFake, choice: str
+) -> None:
+    fake_provider.server.script(
+        fake_provider.calls(("lookup", {"code": "A"})), fake_provider.text("done")
+    )
+    agent = Agent("a", tools=[lookup, other], model=fake_provider.model)
+
+    result = Runner(agent).run("s", "go", tool_choice=choice)
+
+    assert result.content == "done"
+    first, second = (r.body for r in fake_provider.server.requests)
+    assert _choice(fake_provider.family, first) == EXPECTED[fake_provider.family][choice]
+    assert _choice(fake_provider.family, second) is None
+    assert agent.tool_choice is None  # the run's choice did not stick to the agent
+
+
+def test_a_per_run_tool_choice_replaces_the_agent_s_for_that_run_only(
+    fake_provider: ProviderFake,
+) -> None:
+    fake_provider.server.script(fake_provider.text("no tools"), fake_provider.text("again"))
+    agent = Agent("a", tools=[lookup, other], model=fake_provider.model, tool_choice="required")
+    runner = Runner(agent)
+
+    runner.run("s", "go", tool_choice="none")
+    runner.run("t", "go")
+
+    first, second = (r.body for r in fake_provider.server.requests)
+    assert _choice(fake_provider.family, first) == EXPECTED[fake_provider.family]["none"]
+    assert _choice(fake_provider.family, second) == EXPECTED[fake_provider.family]["required"]
+
+
+def test_a_per_run_tool_choice_naming_no_tool_is_refused_before_any_request() -> None:
+    agent = Agent("a", tools=[lookup], model="gpt-4o")
+    with pytest.raises(ValueError, match=r"'lookpu'.*its tools: lookup"):
+        Runner(agent).run("s", "go", tool_choice="lookpu")

@@ -234,11 +234,13 @@ def test_an_unsupported_type_fails_at_definition_naming_function_and_parameter()
     assert caught.value.function.endswith("ship")
 
 
-def test_a_recursive_type_fails_at_definition_because_gemini_cannot_express_it() -> None:
-    with pytest.raises(ToolSchemaError, match=r"tree.children\[\].*TreeNode.*recursive"):
+def test_a_recursive_type_is_defined_and_refused_only_when_gemini_s_declaration_is_asked_for() -> None:
+    @tool
+    def walk(tree: TreeNode) -> None: ...
 
-        @tool
-        def walk(tree: TreeNode) -> None: ...
+    assert walk.to_openai_parameters()["$defs"]["TreeNode"]["required"] == ["value", "children"]
+    with pytest.raises(ToolSchemaError, match=r"'.*walk'.*TreeNode refers to itself.*no \$ref"):
+        walk.to_gemini_declaration()
 
 
 def test_a_default_that_does_not_fit_its_type_fails_at_definition() -> None:
