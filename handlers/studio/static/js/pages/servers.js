@@ -115,7 +115,7 @@ export async function serverPage(ctx, serverId) {
 }
 
 /** An endpoint's Test: a field per param and the variables its body template reads, then the
- * answer as status, call and body (JSON indented). */
+ * answer as status, call, duration, headers (secret ones masked by the API) and body (JSON indented). */
 function endpointTest(serverId, ep, out) {
   const params = (ep.params || []).map((p) => [p, h("input", { type: "text", name: p.name, placeholder: p.description || "" })]);
   const reads = [...new Set([...JSON.stringify(ep.bodyTemplate ?? "").matchAll(/\{\{\s*([A-Za-z_]\w*)/g)].map((m) => m[1]))];
@@ -136,6 +136,9 @@ function endpointTest(serverId, ep, out) {
       h("div", { class: "kv" }, h("dt", {}, "Status"), h("dd", { class: res.ok ? "ok" : "error" }, `Status ${res.status ?? "—"}${res.error ? ` · ${res.error.code}: ${res.error.message}` : ""}`)),
       h("div", { class: "kv" }, h("dt", {}, "Call"), h("dd", {}, `${res.method} ${res.url}`)),
       h("div", { class: "kv" }, h("dt", {}, "Duration"), h("dd", {}, `${res.durationMs ?? "—"} ms`)),
+      h("div", { class: "kv" }, h("dt", {}, "Headers"), h("dd", {}, table("Response headers", ["Header", "Value"],
+        (res.headers || []).map((hd) => h("tr", {}, h("th", { scope: "row" }, hd.name), h("td", {}, h("code", {}, hd.value)))),
+        "No headers (the call got no answer)."))),
       h("div", { class: "kv" }, h("dt", {}, "Body"), h("dd", {}, h("pre", {}, typeof body === "string" ? body : json(body))))));
   });
   const byIn = (where) => params.filter(([p]) => p.in === where).map(([p, input]) => field(`${p.name} (${where})${p.required ? " *" : ""}`, input, p.description));
