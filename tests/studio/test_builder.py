@@ -212,26 +212,105 @@ async def test_trash_asks_first_and_names_the_published_tool_that_calls_it(studi
     await expect(page.get_by_role("heading", name="Trash")).to_be_visible()
 
 
+async def tab_to(page: Page, target: Locator, *, back: bool = False, limit: int = 80) -> None:
+    """Presses Tab (or Shift+Tab) until ``target`` has the focus, as a keyboard user would (the
+    script editor takes Tab to indent: Esc then Tab leaves it, as its hint says)."""
+    for _ in range(limit):
+        if await target.evaluate("e => e === document.activeElement"):
+            return
+        if await page.evaluate("document.activeElement.classList.contains('with-lines')"):
+            await page.keyboard.press("Escape")
+        await page.keyboard.press("Shift+Tab" if back else "Tab")
+    raise AssertionError(f"{target} never got the focus in {limit} presses of Tab")
+
+
 async def test_the_keyboard_alone_adds_a_block_and_connects_it(studio: Studio) -> None:
     page = studio.page
-    await new_tool(studio, "Keys")
-    await page.get_by_role("button", name="Add return block").focus()
+    await studio.sign_in()
+    # From here on, only the keyboard: Tab, Shift+Tab, Enter, arrow keys, Delete, typing.
+    await tab_to(page, page.get_by_role("button", name="New tool"))
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_label("Tool name")).to_be_focused()
+    await page.keyboard.type("Keys")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Keys", exact=True)).to_be_visible()
+
+    await tab_to(page, page.get_by_role("button", name="Add return block"))
     await page.keyboard.press("Enter")
     await expect(form(page, "return1").locator("[name=id]")).to_be_focused()
-    await page.get_by_role("button", name="Add executeScript block").focus()
+    await tab_to(page, page.get_by_role("button", name="Add executeScript block"), back=True)
     await page.keyboard.press("Enter")  # after a return block: nothing to connect yet
+    await expect(form(page, "executeScript1").locator("[name=id]")).to_be_focused()
     await expect(canvas(page).locator(".connection")).to_have_count(1)  # the script's exit
-    # Back to the script by keyboard: focus its node, Enter opens its form.
-    await node(page, "executeScript1").focus()
+
+    # To the return's node and back to the script's: Enter on a node opens its form.
+    await tab_to(page, node(page, "return1"), back=True)
     await page.keyboard.press("Enter")
-    nxt = form(page, "executeScript1").get_by_label("Next block *")
-    await nxt.focus()
+    await expect(form(page, "return1")).to_be_visible()
+    await tab_to(page, node(page, "executeScript1"), back=True)
+    await page.keyboard.press("Enter")
+    await expect(form(page, "executeScript1").locator("[name=id]")).to_be_focused()
+    await tab_to(page, form(page, "executeScript1").get_by_label("Next block *"))
     await page.keyboard.press("ArrowDown")  # "— choose —" → "Block return1"
     await expect(edge(page, "executeScript1", "return1")).to_have_count(1)
-    await node(page, "return1").focus()
+    assert (await definition(page))["blocks"]["executeScript1"]["defaultOutput"] == {
+        "type": "block", "blockId": "return1"}
+
+    # A condition from the form alone: Add condition, a rule, and where it goes.
+    await tab_to(page, form(page, "executeScript1").get_by_role("button", name="Add condition"))
+    await page.keyboard.press("Enter")
+    await tab_to(page, form(page, "executeScript1").locator("[name=variable]"))
+    await page.keyboard.type("x")
+    await tab_to(page, form(page, "executeScript1").get_by_label("Then go to"))
+    await page.keyboard.press("ArrowDown")
+    await expect(edge(page, "executeScript1", "return1").and_(
+        canvas(page).locator('[data-label="condition1"]'))).to_have_count(1)
+
+    await tab_to(page, node(page, "return1"), back=True)
     await page.keyboard.press("Delete")
     await expect(node(page, "return1")).to_have_count(0)
     assert "return1" not in (await definition(page))["blocks"]
+
+
+async def test_typing_two_braces_offers_the_variables_and_enter_inserts_one(studio: Studio) -> None:
+    page = studio.page
+    await new_tool(studio, "Braces")
+    await page.get_by_label("New input name").fill("who")
+    await page.get_by_label("New input name").press("Enter")
+    await page.get_by_role("button", name="Add executeScript block").click()
+    await form(page, "executeScript1").locator("[name=outputVariable]").fill("greeting")
+    await page.get_by_role("button", name="Add httpCall block").click()
+    url = form(page, "httpCall1").locator("[name=url]")
+    await url.fill("https://example.test/?q=")
+    await url.press_sequentially("{{")
+    offered = page.get_by_role("listbox", name="Variables for url")
+    # The tool's input, and what the script (which runs before) writes.
+    await expect(offered.get_by_role("option")).to_have_text(["{{greeting}}", "{{who}}"])
+    await expect(offered.get_by_role("option", name="{{greeting}}")).to_have_attribute("aria-selected", "true")
+    await url.press_sequentially("w")  # narrows to the names starting with w
+    await expect(offered.get_by_role("option")).to_have_text(["{{who}}"])
+    await url.press("Enter")
+    await expect(offered).to_be_hidden()
+    await expect(url).to_have_value("https://example.test/?q={{who}}")
+    await expect(url).to_be_focused()
+    assert (await definition(page))["blocks"]["httpCall1"]["url"] == "https://example.test/?q={{who}}"
+    # Arrow keys choose another; Escape closes without inserting.
+    await url.press_sequentially("&g={{")
+    await url.press("ArrowDown")
+    await expect(offered.get_by_role("option", name="{{who}}")).to_have_attribute("aria-selected", "true")
+    await url.press("Escape")
+    await expect(offered).to_be_hidden()
+    await expect(url).to_have_value("https://example.test/?q={{who}}&g={{")
+    # The script's own form offers only the input: nothing runs before the first block.
+    await node(page, "executeScript1").click()
+    await form(page, "executeScript1").get_by_role("button", name="Add input variable").click()
+    value = form(page, "executeScript1").get_by_label("Value of mapping 1")
+    await value.press_sequentially("{{")
+    offered = form(page, "executeScript1").get_by_role("listbox", name="Variables for value")
+    await expect(offered.get_by_role("option")).to_have_text(["{{who}}"])
+    await value.press("Enter")
+    await expect(value).to_have_value("{{who}}")
+    await studio.shot("builder-completion")
 
 
 async def test_leaving_with_unsaved_changes_asks_first_and_a_new_tool_is_never_created_unsaved(
