@@ -286,7 +286,8 @@ async def test_typing_two_braces_offers_the_variables_and_enter_inserts_one(stud
     offered = page.get_by_role("listbox", name="Variables for url")
     # The tool's input, and what the script (which runs before) writes.
     await expect(offered.get_by_role("option")).to_have_text(["{{greeting}}", "{{who}}"])
-    await expect(offered.get_by_role("option", name="{{greeting}}")).to_have_attribute("aria-selected", "true")
+    first = offered.get_by_role("option", name="{{greeting}}")
+    await expect(first).to_have_attribute("aria-selected", "true")
     await url.press_sequentially("w")  # narrows to the names starting with w
     await expect(offered.get_by_role("option")).to_have_text(["{{who}}"])
     await url.press("Enter")
