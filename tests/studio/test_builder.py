@@ -57,8 +57,12 @@ async def test_a_four_block_tool_is_built_on_the_canvas_saved_published_and_run(
     await page.get_by_role("button", name="Add httpCall block").click()
     http = form(page, "httpCall1")
     await http.locator("[name=title]").fill("Ping")
-    await http.locator("[name=url]").fill(f"{upstream.url}/ping?who=")
-    await http.get_by_label("Insert variable into url").select_option("who")
+    url = http.locator("[name=url]")
+    await url.fill(f"{upstream.url}/ping?who=")
+    await url.press_sequentially("{{")  # completion offers the declared input
+    await expect(http.get_by_role("listbox", name="Variables for url")).to_contain_text("{{who}}")
+    await url.press("Enter")
+    await expect(url).to_have_value(f"{upstream.url}/ping?who={{{{who}}}}")
     await http.locator("[name=method]").select_option("GET")
     await http.locator("[name=responseBodyVariable]").fill("resp")
     # No next block yet: the node says so (defaultOutput is required).
@@ -104,12 +108,17 @@ async def test_a_four_block_tool_is_built_on_the_canvas_saved_published_and_run(
     (tool,) = [t for t in await studio.ok("GET", "/tools") if t["name"] == "Greeter"]
     assert tool["status"] == "published"
 
-    await page.get_by_label("Inputs (JSON)").fill('{"who": "Ana"}')
+    # The test panel has a field per declared input: no JSON to type.
+    await page.get_by_label("Input who", exact=True).fill("Ana")
     await page.get_by_role("button", name="Run flow").click()
     # A bound, not a timing: the run calls the upstream and V8 on a machine that may be busy.
     await expect(page.get_by_role("list", name="Test trace")).to_contain_text("condition1", timeout=60_000)
     await expect(page.locator("output")).to_have_text('"hello Ana"')
+    assert upstream.requests[-1].query == {"who": "Ana"}  # the real loopback upstream was called
     await studio.shot("builder-run")
+    # The published version runs on the real worker too, as a command from a flow.
+    result = await studio.harness.run(tool["publishedToolId"], inputs={"who": "Bia"}, timeout_s=60)
+    assert result.ok and result.result == "hello Bia", result
 
     # Reload: the positions kept in meta.positions put every node where it was.
     saved = (await studio.ok("GET", f"/tools/{tool['id']}"))["definition"]
