@@ -160,6 +160,29 @@ async def test_a_json_edit_shows_on_the_canvas_and_a_canvas_edit_in_the_json(stu
     assert doc_after["meta"]["positions"]["b"]["y"] > doc_after["meta"]["positions"]["a"]["y"]
 
 
+async def test_layout_places_a_tool_made_over_the_api_and_every_block_is_in_view(studio: Studio) -> None:
+    page = studio.page
+    ids = [f"step{i}" for i in range(7)]
+    blocks = {b: {"type": "executeScript", "id": b, "source": "return 1", "outputVariable": b,
+                  "defaultOutput": {"type": "block", "blockId": nxt}} for b, nxt in zip(ids, ids[1:])}
+    blocks[ids[-1]] = {"type": "return", "id": ids[-1], "value": "done"}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-long", "name": "Long", "definition": {
+        "onboardingBlockId": ids[0], "blocks": blocks}})
+    await studio.sign_in()
+    await page.get_by_role("link", name="Long").click()
+    area = await canvas(page).bounding_box()
+    assert area is not None
+    for b in ids:  # seven layers side by side are wider than the canvas: zoomed out to fit
+        box = await node(page, b).bounding_box()
+        assert box is not None
+        assert area["x"] <= box["x"] and box["x"] + box["width"] <= area["x"] + area["width"], b
+    assert "meta" not in await definition(page)
+    await page.get_by_role("button", name="Layout").click()
+    positions = (await definition(page))["meta"]["positions"]
+    assert set(positions) == set(ids)
+    assert [positions[b]["x"] for b in ids] == sorted(positions[b]["x"] for b in ids)  # left to right
+
+
 async def test_a_broken_target_shows_a_badge_on_its_node_and_the_field_is_marked(studio: Studio) -> None:
     page = studio.page
     await new_tool(studio, "Broken")

@@ -205,9 +205,34 @@ export function createCanvas(container, options = {}) {
   return {
     render,
     zoom(dir) { if (dir > 0) editor.zoom_in(); else if (dir < 0) editor.zoom_out(); else editor.zoom_reset(); },
+    fit: () => fitView(editor, surface),
     destroy() { editor.clear(); container.replaceChildren(); },
     editor,
   };
+}
+
+/**
+ * Zooms out (never in beyond 100%) and pans so every node is in view, the top-left one near the
+ * corner. Drawflow scales its canvas around the canvas's centre (its transform-origin), so the
+ * pan is worked out from the centre too.
+ */
+export function fitView(editor, surface, margin = 24) {
+  const nodes = [...surface.querySelectorAll(".drawflow-node")];
+  const pre = editor.precanvas;
+  if (!nodes.length || !pre.clientWidth) return;
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const n of nodes) {
+    const x = parseFloat(n.style.left) || 0, y = parseFloat(n.style.top) || 0;
+    [x0, y0, x1, y1] = [Math.min(x0, x), Math.min(y0, y), Math.max(x1, x + n.offsetWidth), Math.max(y1, y + n.offsetHeight)];
+  }
+  const [w, hgt] = [pre.clientWidth, pre.clientHeight];
+  const z = Math.max(editor.zoom_min, Math.min(1, (w - 2 * margin) / (x1 - x0 || 1), (hgt - 2 * margin) / (y1 - y0 || 1)));
+  editor.zoom = z;
+  editor.zoom_last_value = z;
+  editor.canvas_x = margin - w / 2 - (x0 - w / 2) * z;
+  editor.canvas_y = margin - hgt / 2 - (y0 - hgt / 2) * z;
+  pre.style.transform = `translate(${editor.canvas_x}px, ${editor.canvas_y}px) scale(${z})`;
+  editor.dispatch("zoom", z);
 }
 
 /** A read-only drawing, e.g. for a run: status per block ({ok|error, ms}) and the path taken. */

@@ -508,7 +508,8 @@ export async function builderPage(ctx, toolId, newName) {
     h("ul", {}, TYPES.map((t) => h("li", {}, button(`+ ${TYPE_NAMES[t]}`, () => addBlock(t), { "aria-label": `Add ${t} block`, "data-type": t }))))) : null;
   const tools_ = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
     button("Zoom in", () => canvas.zoom(1)), button("Zoom out", () => canvas.zoom(-1)), button("Reset zoom", () => canvas.zoom(0)),
-    rw ? button("Layout", () => edit((d) => { d.meta = { ...(d.meta || {}), positions: autoLayout(d) }; })) : null);
+    button("Fit", () => canvas.fit(), { "aria-label": "Fit the flow in view" }),
+    rw ? button("Layout", () => { edit((d) => { d.meta = { ...(d.meta || {}), positions: autoLayout(d) }; }); canvas.fit(); }) : null);
 
   const page = h("article", { "aria-labelledby": "tool-h", class: "builder" },
     h("div", { class: "bar" }, heading, actions),
@@ -533,6 +534,6 @@ export async function builderPage(ctx, toolId, newName) {
     testPanel,
     days ? h("section", { "aria-labelledby": "days-h" }, h("h2", { id: "days-h" }, "Last seven days"), chart(days)) : null);
   // The canvas measures itself, so it is drawn once the page is in the document.
-  ctx.afterMount(() => refresh({ form: true }));
+  ctx.afterMount(() => { refresh({ form: true }); canvas.fit(); });
   return page;
 }
