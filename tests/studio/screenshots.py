@@ -31,8 +31,9 @@ def greeter(base: str) -> dict[str, Any]:
                   "source": "// the upstream echoed the query\nreturn 'hello ' + input.who;",
                   "inputVariables": [{"name": "who", "value": "{{resp.query.who}}"}],
                   "outputVariable": "greeting",
-                  "outputConditions": [{"id": "greeted", "logic": "and", "target": {"type": "block", "blockId": "answer"},
-                                        "rules": [{"variable": "greeting", "operator": "startsWith", "value": "hello"}]}],
+                  "outputConditions": [{
+                      "id": "greeted", "logic": "and", "target": {"type": "block", "blockId": "answer"},
+                      "rules": [{"variable": "greeting", "operator": "startsWith", "value": "hello"}]}],
                   "defaultOutput": {"type": "block", "blockId": "nobody"}},
         "answer": {"type": "return", "id": "answer", "value": "{{greeting}}"},
         "nobody": {"type": "return", "id": "nobody", "value": "nobody"}}}
@@ -43,7 +44,8 @@ async def shot(page: Page, name: str, *, full: bool = False) -> None:
 
 
 async def to_top(page: Page, selector: str) -> None:
-    await page.locator(selector).evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 12)")
+    await page.locator(selector).evaluate(
+        "e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 12)")
 
 
 async def open_laid_out(studio: Studio, tool_id: str) -> Page:
@@ -55,7 +57,8 @@ async def open_laid_out(studio: Studio, tool_id: str) -> Page:
     return page
 
 
-async def test_screenshot_the_builder_with_the_sample_tool_and_a_run(studio: Studio, upstream: Upstream) -> None:
+async def test_screenshot_the_builder_with_the_sample_tool_and_a_run(
+        studio: Studio, upstream: Upstream) -> None:
     await studio.ok("POST", "/tools", 201, json={"id": "t-greeter", "name": "Greeter",
                                                  "description": "Greets whoever the upstream names",
                                                  "definition": greeter(upstream.url)})
@@ -112,7 +115,8 @@ async def test_screenshot_the_viewer_and_the_tools_list(studio: Studio, upstream
     page = studio.page
     await shot(page, "tools")
     await page.get_by_role("link", name="Greeter").click()
-    await expect(page.get_by_role("group", name="Flow canvas").locator('[data-block="answer"]')).to_be_visible()
+    answer = page.get_by_role("group", name="Flow canvas").locator('[data-block="answer"]')
+    await expect(answer).to_be_visible()
     await shot(page, "viewer")
 
 
@@ -121,7 +125,8 @@ async def test_screenshot_the_trash_confirmation(studio: Studio) -> None:
     await studio.ok("POST", "/tools", 201, json={"id": "t-callee", "name": "Callee", "definition": callee})
     published = await studio.ok("POST", "/tools/t-callee/publish")
     caller = {"onboardingBlockId": "c", "blocks": {
-        "c": {"type": "callTool", "id": "c", "toolId": "t-callee", "publishedToolId": published["publishedToolId"],
+        "c": {"type": "callTool", "id": "c", "toolId": "t-callee",
+              "publishedToolId": published["publishedToolId"],
               "outputVariable": "x", "defaultOutput": {"type": "block", "blockId": "r"}},
         "r": {"type": "return", "id": "r", "value": "{{x}}"}}}
     await studio.ok("POST", "/tools", 201, json={"id": "t-caller", "name": "Caller", "definition": caller})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from itertools import pairwise
 from typing import Any
 
 from playwright.async_api import Locator, Page, expect
@@ -164,7 +165,7 @@ async def test_layout_places_a_tool_made_over_the_api_and_every_block_is_in_view
     page = studio.page
     ids = [f"step{i}" for i in range(7)]
     blocks = {b: {"type": "executeScript", "id": b, "source": "return 1", "outputVariable": b,
-                  "defaultOutput": {"type": "block", "blockId": nxt}} for b, nxt in zip(ids, ids[1:])}
+                  "defaultOutput": {"type": "block", "blockId": nxt}} for b, nxt in pairwise(ids)}
     blocks[ids[-1]] = {"type": "return", "id": ids[-1], "value": "done"}
     await studio.ok("POST", "/tools", 201, json={"id": "t-long", "name": "Long", "definition": {
         "onboardingBlockId": ids[0], "blocks": blocks}})
