@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from itertools import pairwise
 from typing import Any
 
@@ -367,3 +368,56 @@ async def test_leaving_with_unsaved_changes_asks_first_and_a_new_tool_is_never_c
     await expect(page.get_by_role("heading", name="Tools")).to_be_visible()
     assert len(questions) == 2
     assert [t for t in await studio.ok("GET", "/tools") if t["name"] == "Draft"] == []
+
+
+async def test_the_small_defects_stay_fixed_sign_out_dashes_and_the_average_line(studio: Studio) -> None:
+    page = studio.page
+    await page.goto(studio.url)
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await expect(page.get_by_role("button", name="Sign out")).to_have_count(0)
+
+    returning = {"onboardingBlockId": "r", "blocks": {"r": {"type": "return", "id": "r", "value": "ok"}}}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-idle", "name": "Idle", "definition": returning})
+    await studio.ok("POST", "/tools", 201, json={"id": "t-busy", "name": "Busy", "definition": returning})
+    published = await studio.ok("POST", "/tools/t-busy/publish")
+    assert (await studio.harness.run(published["publishedToolId"])).ok
+    await studio.harness.workers[0].projection.wait_caught_up()
+
+    await studio.sign_in()
+    tools = page.get_by_role("table", name="Custom tools")
+    # Runs, average ms and success rate of a tool that never ran: 0 runs, then dashes, not 0.
+    idle = tools.get_by_role("row", name="Idle")
+    await expect(idle.get_by_role("cell")).to_have_text(["draft", "0", "—", "—", "—", re.compile(".+")])
+    await expect(tools.get_by_role("row", name="Busy").get_by_role("cell").nth(3)).to_have_text("100%")
+
+    # Six days without runs and one with: the average line has one point, not six at 0 ms.
+    await page.get_by_role("link", name="Busy").click()
+    chart = page.get_by_role("img", name="Runs per day (bars) and average duration (line), last seven days")
+    points = await chart.locator("polyline").get_attribute("points")
+    assert points is not None and len(points.split()) == 1, points
+    await page.get_by_text("The numbers").click()
+    days = page.get_by_role("table", name="Last seven days")
+    await expect(days.get_by_role("row").nth(1).get_by_role("cell")).to_have_text(["0", "—", "—"])
+
+
+async def test_a_viewer_reads_a_blocks_form_but_cannot_change_it(studio: Studio) -> None:
+    page = studio.page
+    definition = {"onboardingBlockId": "h", "inputs": [{"name": "who", "type": "string"}], "blocks": {
+        "h": {"type": "httpCall", "id": "h", "method": "GET", "url": "https://x.test/?q={{who}}",
+              "defaultOutput": {"type": "block", "blockId": "r"}},
+        "r": {"type": "return", "id": "r", "value": "ok"}}}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-seen", "name": "Seen", "definition": definition})
+    await studio.sign_in(studio.viewer_key)
+    await page.get_by_role("link", name="Seen").click()
+    await node(page, "h").click()
+    block = form(page, "h")
+    await expect(block.locator("[name=url]")).to_have_value("https://x.test/?q={{who}}")
+    await expect(block.locator("[name=url]")).not_to_be_editable()
+    await expect(block.locator("[name=method]")).to_be_disabled()
+    await expect(block.locator("[name=defaultOutput]")).to_be_disabled()
+    for name in ("Delete block h", "Add condition", "Make this the start block", "Add httpCall block"):
+        await expect(page.get_by_role("button", name=name)).to_have_count(0)
+    await expect(block.get_by_role("listbox")).to_have_count(0)
+    await expect(block.get_by_label("Insert variable into url")).to_have_count(0)
+    await expect(page.get_by_label("Input who", exact=True)).to_have_count(0)  # no test panel
+    await expect(page.get_by_role("button", name="Fit the flow in view")).to_be_visible()  # reading is fine

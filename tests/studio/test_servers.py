@@ -165,3 +165,16 @@ async def test_deleting_a_server_asks_first_and_names_the_tools_that_use_it(
     await dialog.get_by_role("button", name="Delete server").click()
     await expect(page.get_by_role("heading", name="Integration servers")).to_be_visible()
     await expect(page.get_by_role("table", name="Integration servers")).to_have_count(0)
+
+
+async def test_a_viewer_sees_a_server_without_test_or_delete(studio: Studio, upstream: Upstream) -> None:
+    page = studio.page
+    server = await studio.ok("POST", "/integration-servers", 201,
+                             json={"name": "Shop", "baseUrl": upstream.url})
+    await studio.ok("POST", f"/integration-servers/{server['id']}/endpoints", 201,
+                    json={"name": "getOrder", "path": "/orders/1"})
+    await studio.sign_in(studio.viewer_key)
+    await page.goto(f"{studio.url}#/servers/{server['id']}")
+    await expect(page.get_by_role("table", name="Endpoints")).to_contain_text("getOrder")
+    for name in ("Delete server", "Test getOrder", "Add header", "Import"):
+        await expect(page.get_by_role("button", name=name)).to_have_count(0)
