@@ -421,3 +421,58 @@ async def test_a_viewer_reads_a_blocks_form_but_cannot_change_it(studio: Studio)
     await expect(block.get_by_label("Insert variable into url")).to_have_count(0)
     await expect(page.get_by_label("Input who", exact=True)).to_have_count(0)  # no test panel
     await expect(page.get_by_role("button", name="Fit the flow in view")).to_be_visible()  # reading is fine
+
+
+async def test_forms_follow_capability_and_mode_and_the_pickers_map_inputs_and_params(
+        studio: Studio, upstream: Upstream) -> None:
+    page = studio.page
+    callee = {"onboardingBlockId": "r", "inputs": [{"name": "city", "type": "string"}],
+              "blocks": {"r": {"type": "return", "id": "r", "value": "{{city}}"}}}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-weather", "name": "Weather", "definition": callee})
+    await studio.ok("POST", "/tools/t-weather/publish")
+    server = await studio.ok("POST", "/integration-servers", 201,
+                             json={"name": "Shop", "baseUrl": upstream.url})
+    await studio.ok("POST", f"/integration-servers/{server['id']}/endpoints", 201, json={
+        "id": "ep-get", "name": "getOrder", "path": "/orders/{orderId}", "method": "GET",
+        "params": [{"name": "orderId", "in": "route", "required": True}, {"name": "full", "in": "query"}]})
+    await new_tool(studio, "Forms")
+
+    await page.get_by_role("button", name="Add callAI block").click()
+    ai = form(page, "callAI1")
+    await expect(ai.locator("[name=userPrompt]")).to_be_visible()
+    await expect(ai.locator("[name=maxPages]")).to_have_count(0)
+    await ai.locator("[name=capability]").select_option("analyzeDocument")
+    for name in ("inputVariable", "mimeTypeVariable", "prompt", "maxPages"):
+        await expect(ai.locator(f"[name={name}]")).to_be_visible()
+    await expect(ai.locator("[name=userPrompt]")).to_have_count(0)
+
+    await page.get_by_role("button", name="Add fetchMedia block").click()
+    media = form(page, "fetchMedia1")
+    await expect(media.locator("[name=urlVariable]")).to_be_visible()
+    await media.locator("[name=mode]").select_option("whatsapp")
+    await expect(media.locator("[name=mediaIdVariable]")).to_be_visible()
+    await expect(media.locator("[name=urlVariable]")).to_have_count(0)
+
+    await page.get_by_role("button", name="Add callTool block").click()
+    call = form(page, "callTool1")
+    await call.get_by_label("Tool *").select_option(label="Weather")
+    await expect(call.get_by_label("Value of city")).to_be_visible()
+    block = (await definition(page))["blocks"]["callTool1"]
+    assert block["toolId"] == "t-weather" and block["publishedToolId"].startswith("pt-")
+    assert block["inputVariables"] == [{"name": "city", "value": ""}]
+
+    await page.get_by_role("button", name="Add callEndpoint block").click()
+    endpoint = form(page, "callEndpoint1")
+    await endpoint.get_by_label("Server *").select_option(label="Shop")
+    await endpoint.get_by_label("Endpoint *").select_option(label="GET /orders/{orderId} (getOrder)")
+    await endpoint.get_by_label("Value of orderId").fill("42")
+    block = (await definition(page))["blocks"]["callEndpoint1"]
+    assert (block["serverId"], block["endpointId"]) == (server["id"], "ep-get")
+    assert block["paramMappings"] == [{"name": "orderId", "in": "route", "value": "42"},
+                                      {"name": "full", "in": "query", "value": ""}]
+
+    # The start block is marked, and can be changed from a block's form.
+    await expect(node(page, "callAI1")).to_have_attribute("aria-label", re.compile("^start: "))
+    await endpoint.get_by_role("button", name="Make this the start block").click()
+    await expect(node(page, "callEndpoint1")).to_have_attribute("aria-label", re.compile("^start: "))
+    assert (await definition(page))["onboardingBlockId"] == "callEndpoint1"
