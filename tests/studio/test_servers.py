@@ -4,6 +4,8 @@ confirmation naming the tools that use a server, masked credentials."""
 
 from __future__ import annotations
 
+import json
+
 from playwright.async_api import expect
 
 from tests.api.support import Upstream
@@ -125,6 +127,20 @@ async def test_an_endpoint_test_asks_for_its_params_and_shows_status_headers_and
     content = await page.content()
     assert "shop-secret-123" not in content and "s3cr3t-cookie" not in content
     await studio.shot("server-endpoint-test")
+
+    # An endpoint with a body: its template is shown, and a body param is asked for.
+    await studio.ok("POST", "/integration-servers/srv-h/endpoints", 201, json={
+        "id": "ep-c", "name": "createOrder", "path": "/orders", "method": "POST",
+        "bodyTemplate": {"qty": 1}, "params": [{"name": "item", "in": "body", "required": True}]})
+    await page.reload()
+    await page.get_by_role("button", name="Test createOrder").click()
+    test = page.get_by_role("region", name="Test of createOrder")
+    await expect(test.get_by_role("figure")).to_contain_text('"qty": 1')
+    await test.get_by_label("item (body) *").fill("{{what}}")
+    await test.get_by_label("Variables (JSON)").fill('{"what": "tea"}')
+    await test.get_by_role("button", name="Run test").click()
+    await expect(test).to_contain_text("Status 404")  # the upstream has no POST /orders
+    assert json.loads(answering.requests[-1].body) == {"item": "tea", "qty": 1}
 
 
 async def test_deleting_a_server_asks_first_and_names_the_tools_that_use_it(
