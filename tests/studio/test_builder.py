@@ -476,3 +476,21 @@ async def test_forms_follow_capability_and_mode_and_the_pickers_map_inputs_and_p
     await endpoint.get_by_role("button", name="Make this the start block").click()
     await expect(node(page, "callEndpoint1")).to_have_attribute("aria-label", re.compile("^start: "))
     assert (await definition(page))["onboardingBlockId"] == "callEndpoint1"
+
+
+async def test_a_selected_edge_is_deleted_with_the_delete_key(studio: Studio) -> None:
+    page = studio.page
+    await new_tool(studio, "Edges")
+    await page.get_by_label("Definition (JSON)").fill(json.dumps({"onboardingBlockId": "a", "blocks": {
+        "a": {"type": "executeScript", "id": "a", "source": "return 1", "outputVariable": "x",
+              "defaultOutput": {"type": "block", "blockId": "b"}},
+        "b": {"type": "return", "id": "b", "value": "{{x}}"}}}))
+    await expect(edge(page, "a", "b")).to_have_count(1)
+    await edge(page, "a", "b").locator("path.main-path").click()
+    await page.keyboard.press("Delete")
+    await expect(edge(page, "a", "b")).to_have_count(0)
+    assert "defaultOutput" not in (await definition(page))["blocks"]["a"]
+    await expect(node(page, "a")).to_have_attribute("aria-label",
+                                                    "start: block a (executeScript), 1 problem(s)")
+    await page.get_by_role("button", name="Undo").click()
+    await expect(edge(page, "a", "b")).to_have_count(1)

@@ -56,7 +56,9 @@ function exitName(target) {
  */
 export function createCanvas(container, options = {}) {
   const Drawflow = globalThis.Drawflow;
-  const surface = h("div", { class: "canvas-surface" });
+  // Focusable by a click (not by Tab: the nodes are), because Drawflow hears Delete only on its
+  // container: a clicked edge gets no focus of its own, so the key would go nowhere.
+  const surface = h("div", { class: "canvas-surface", tabindex: "-1" });
   container.replaceChildren(surface);
   const editor = new Drawflow(surface);
   editor.reroute = false;
@@ -81,6 +83,9 @@ export function createCanvas(container, options = {}) {
     const from = byNode[c.output_id];
     if (from && from.block && options.onDisconnect) options.onDisconnect(from.block, port(c.output_class));
   }));
+  // Drawflow's mousedown keeps the focus where it was (a text field, say): move it here, so
+  // Delete reaches Drawflow and not the field.
+  editor.on("connectionSelected", () => surface.focus({ preventScroll: true }));
   editor.on("nodeMoved", quiet((nid) => {
     const n = editor.getNodeFromId(nid), at = byNode[nid];
     if (at && at.block && options.onMove) options.onMove(at.block, { x: Math.round(n.pos_x), y: Math.round(n.pos_y) });
