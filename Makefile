@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow lint typecheck bench chaos chaos-short up
+.PHONY: install test test-slow lint typecheck bench chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -33,3 +33,7 @@ chaos-short:
 
 up:
 	chatflow up
+
+# By hand only (not part of the test run): docs/img/studio-*.png from the running Studio.
+screenshots:
+	$(PY) -m pytest -q -n 0 -p no:randomly tests/studio/screenshots.py

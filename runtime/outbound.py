@@ -25,10 +25,11 @@ import asyncio
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import TracebackType
+from typing import NamedTuple
 
 import aiohttp
 import certifi
@@ -53,6 +54,15 @@ Check = Callable[[], Awaitable[bool]]
 # out) while the request waited, so nothing is sent. A contextvar, because the executors'
 # signature (state, block, now_ms) is shared by every block kind and must not grow for this.
 _STILL_WANTED: ContextVar[Check | None] = ContextVar("chatflow_still_wanted", default=None)
+
+
+class Reply(NamedTuple):
+    """A response as :meth:`Outbound.exchange` returns it."""
+
+    status: int
+    body: bytes
+    content_type: str
+    headers: Mapping[str, str]  # the final response's (aiohttp's read-only view, not copied)
 
 
 @contextmanager
@@ -149,6 +159,24 @@ class Outbound:
         max_redirects: int = MAX_REDIRECTS,
         secret_headers: Collection[str] = (),
     ) -> tuple[int, bytes, str]:
+        """:meth:`exchange` without the response headers: status, body and content type."""
+        reply = await self.exchange(method, url, headers=headers, content=content,
+                                    timeout_s=timeout_s, max_bytes=max_bytes,
+                                    max_redirects=max_redirects, secret_headers=secret_headers)
+        return reply.status, reply.body, reply.content_type
+
+    async def exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str],
+        content: str | bytes | None,
+        timeout_s: float,
+        max_bytes: int | None = None,
+        max_redirects: int = MAX_REDIRECTS,
+        secret_headers: Collection[str] = (),
+    ) -> Reply:
         """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
 
         ``max_bytes`` defaults to the Outbound's ``max_body_bytes``.
@@ -194,7 +222,7 @@ class Outbound:
 
     async def _send(self, method: str, url: str, headers: dict[str, str],
                     content: str | bytes | None, timeout_s: float, max_bytes: int,
-                    max_redirects: int, dropped: frozenset[str]) -> tuple[int, bytes, str]:
+                    max_redirects: int, dropped: frozenset[str]) -> Reply:
         what = f"{method} {url}"
         try:
             target = parse_url(url)
@@ -228,7 +256,8 @@ class Outbound:
             raise ToolFailure("http_invalid_url", f"URL inválida: {url!r} ({exc})") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise ToolFailure("http_error", f"{what}: {type(exc).__name__}: {exc}") from exc
-        return response.status, body, response.headers.get("content-type", "")
+        return Reply(response.status, body, response.headers.get("content-type", ""),
+                     response.headers)
 
     async def _send_checked(self, method: str, url: URL, headers: dict[str, str],
                             content: str | bytes | None, timeout_s: float
@@ -286,4 +315,4 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
     return found
 
 
-__all__ = ["CheckedResolver", "Outbound", "default_tls", "resolve", "sending_while"]
+__all__ = ["CheckedResolver", "Outbound", "Reply", "default_tls", "resolve", "sending_while"]

@@ -42,6 +42,7 @@ from .models import (
 )
 from .openapi_import import parse_spec
 from .registry import Registry
+from .reply_headers import secret_values, shown_headers
 from .scope import SHELL, Scope
 from .tools import check_version, graph, new_id
 
@@ -305,7 +306,8 @@ class ServerOps:
         error = {"code": call.error.code, "message": call.error.message} if call.error else None
         return {"ok": call.error is None, "method": call.method, "url": call.url,
                 "status": call.status, "body": call.body, "error": error,
-                "durationMs": call.duration_ms}
+                "durationMs": call.duration_ms,
+                "headers": shown_headers(call.headers, secret_values(config, endpoint_id))}
 
 
 class CredentialOps:

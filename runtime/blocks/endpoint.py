@@ -46,6 +46,8 @@ class EndpointCall:
     error: ToolFailure | None = None
     duration_ms: int = 0
     request: dict[str, Any] = field(default_factory=dict)
+    # The response's headers, for a test call to show (a run reads only status and body).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def server_not_found(server_id: str) -> ToolFailure:
@@ -115,14 +117,16 @@ async def call_endpoint(
         call.error = secret_origin_refused(endpoint_id, request.url, misplaced)
         return call
     try:
-        status, content, content_type = await http.send(
+        reply = await http.exchange(
             request.method, request.url, headers=request.headers,
             content=request.content, timeout_s=timeout_ms / 1000,
             secret_headers=request.secret_origins)
     except ToolFailure as failure:
         call.error = body_failure(failure)
     else:
-        call.status, call.body = status, decode_body(content, content_type)
+        status = reply.status
+        call.status, call.body = status, decode_body(reply.body, reply.content_type)
+        call.headers = reply.headers
         if status >= 400:
             call.error = ToolFailure("http_status",
                                      f"{request.method} {request.url}: HTTP {status}")

@@ -1,11 +1,20 @@
 """The routes the builder reads (no browser): each block type's schema, made from the models
-validation uses; the published tools that call a tool; compressed files and the favicon."""
+validation uses; the published tools that call a tool; compressed files and the favicon; an
+endpoint test's response headers, secrets masked."""
 
 from __future__ import annotations
 
+import json
+
 from chatflow.handlers.api.studio_routes import BLOCK_MODELS
+from chatflow.handlers.registry.reply_headers import MAX_HEADERS, MAX_VALUE_CHARS, shown_headers
+from chatflow.runtime.registry.views import MASK
 from chatflow.schemas import definition as schema
 from tests.api.support import Api
+from tests.studio.upstreams import SECRET, answering
+from tests.support.http import LoopbackServer
+
+__all__ = ["answering"]  # the fixture
 
 
 async def test_the_block_schemas_are_the_models_validation_uses(api: Api) -> None:
@@ -57,3 +66,34 @@ async def test_studio_files_are_gzipped_when_asked_and_the_favicon_is_served(api
     icon = await api.root.get("/favicon.ico")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert (await api.root.get("/studio/favicon.svg")).status_code == 200
+
+
+async def test_an_endpoint_test_returns_the_response_headers_with_every_secret_masked(
+        api: Api, answering: LoopbackServer) -> None:
+    await api.ok("POST", "/integration-servers", 201, json={
+        "id": "srv-h", "name": "Shop", "baseUrl": answering.base,
+        "headers": [{"name": "Authorization", "value": SECRET, "secret": True}]})
+    await api.ok("POST", "/integration-servers/srv-h/endpoints", 201,
+                 json={"id": "ep-o", "name": "listOrders", "path": "/orders", "method": "GET"})
+    result = await api.ok("POST", "/integration-servers/srv-h/endpoints/ep-o/test", json={})
+    assert result["status"] == 200 and result["body"] == {"orders": [{"id": 1, "item": "<b>tea</b>"}]}
+    headers = {h["name"].lower(): h["value"] for h in result["headers"]}
+    assert headers["x-request-id"] == "req-42"
+    assert headers["content-type"] == "application/json"
+    assert headers["set-cookie"] == MASK  # a credential by its name
+    assert headers["x-echo"] == MASK  # the server's own secret, echoed back
+    assert answering.requests[-1].headers["authorization"] == SECRET  # it was sent
+    text = json.dumps(result)
+    assert "shop-secret-123" not in text and "s3cr3t-cookie" not in text
+
+
+def test_shown_headers_are_capped_and_long_values_cut() -> None:
+    many = [(f"X-H{i}", "v" * 5000) for i in range(MAX_HEADERS + 10)]
+    shown = shown_headers(many)
+    assert len(shown) == MAX_HEADERS + 1
+    assert shown[-1]["name"] == "…"
+    assert len(shown[0]["value"]) == MAX_VALUE_CHARS + 1
+    assert shown_headers([("X-Api-Key", "k"), ("Proxy-Authorization", "p"), ("X-Session-Id", "s"),
+                          ("X-Plain", "has abcd inside")], ["abcd"]) == [
+        {"name": "X-Api-Key", "value": MASK}, {"name": "Proxy-Authorization", "value": MASK},
+        {"name": "X-Session-Id", "value": MASK}, {"name": "X-Plain", "value": MASK}]

@@ -56,7 +56,9 @@ function exitName(target) {
  */
 export function createCanvas(container, options = {}) {
   const Drawflow = globalThis.Drawflow;
-  const surface = h("div", { class: "canvas-surface" });
+  // Focusable by a click (not by Tab: the nodes are), because Drawflow hears Delete only on its
+  // container: a clicked edge gets no focus of its own, so the key would go nowhere.
+  const surface = h("div", { class: "canvas-surface", tabindex: "-1" });
   container.replaceChildren(surface);
   const editor = new Drawflow(surface);
   editor.reroute = false;
@@ -81,6 +83,9 @@ export function createCanvas(container, options = {}) {
     const from = byNode[c.output_id];
     if (from && from.block && options.onDisconnect) options.onDisconnect(from.block, port(c.output_class));
   }));
+  // Drawflow's mousedown keeps the focus where it was (a text field, say): move it here, so
+  // Delete reaches Drawflow and not the field.
+  editor.on("connectionSelected", () => surface.focus({ preventScroll: true }));
   editor.on("nodeMoved", quiet((nid) => {
     const n = editor.getNodeFromId(nid), at = byNode[nid];
     if (at && at.block && options.onMove) options.onMove(at.block, { x: Math.round(n.pos_x), y: Math.round(n.pos_y) });
@@ -205,6 +210,7 @@ export function createCanvas(container, options = {}) {
   return {
     render,
     zoom(dir) { if (dir > 0) editor.zoom_in(); else if (dir < 0) editor.zoom_out(); else editor.zoom_reset(); },
+    fit: () => fitView(editor, surface),
     destroy() { editor.clear(); container.replaceChildren(); },
     editor,
   };
@@ -246,4 +252,28 @@ export function showRun(container, def, status = {}, path = [], options = {}) {
     }
   }
   return c;
+}
+
+/**
+ * Zooms out (never in beyond 100%) and pans so every node is in view, the top-left one near the
+ * corner. Drawflow scales its canvas around the canvas's centre (its transform-origin), so the
+ * pan is worked out from the centre too.
+ */
+export function fitView(editor, surface, margin = 24) {
+  const nodes = [...surface.querySelectorAll(".drawflow-node")];
+  const pre = editor.precanvas;
+  if (!nodes.length || !pre.clientWidth) return;
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const n of nodes) {
+    const x = parseFloat(n.style.left) || 0, y = parseFloat(n.style.top) || 0;
+    [x0, y0, x1, y1] = [Math.min(x0, x), Math.min(y0, y), Math.max(x1, x + n.offsetWidth), Math.max(y1, y + n.offsetHeight)];
+  }
+  const [w, hgt] = [pre.clientWidth, pre.clientHeight];
+  const z = Math.max(editor.zoom_min, Math.min(1, (w - 2 * margin) / (x1 - x0 || 1), (hgt - 2 * margin) / (y1 - y0 || 1)));
+  editor.zoom = z;
+  editor.zoom_last_value = z;
+  editor.canvas_x = margin - w / 2 - (x0 - w / 2) * z;
+  editor.canvas_y = margin - hgt / 2 - (y0 - hgt / 2) * z;
+  pre.style.transform = `translate(${editor.canvas_x}px, ${editor.canvas_y}px) scale(${z})`;
+  editor.dispatch("zoom", z);
 }

@@ -2,6 +2,7 @@
 // labelled control per field, named by the field. Fields that depend on another (callAI's
 // capability, fetchMedia's mode) follow it; callTool and callEndpoint pick from the registry;
 // conditions and the next block are edited here too, so the builder works without a mouse.
+import { completion } from "./complete.js";
 import { button, field, h, id as uid } from "./dom.js";
 import { blocksOf, exitsOf, variablesFor } from "./graph.js";
 
@@ -11,7 +12,7 @@ const LABELS = { url: "URL", timeoutMs: "Timeout (ms)", llmCredentialId: "LLM cr
   endpointId: "Endpoint", toolId: "Tool", publishedToolId: "Published tool id", source: "Script (JavaScript)",
   value: "Value", onError: "On error", maxTokens: "Max tokens", maxPages: "Max pages", body: "Body",
   headers: "Headers (JSON object)", inputVariables: "Input variables", paramMappings: "Parameters" };
-/** Fields where {{variable}} is interpolated: they get an "Insert variable" helper. */
+/** Fields where {{variable}} is interpolated: they complete after "{{" and get an "Insert variable" list. */
 const INTERPOLATED = new Set(["url", "body", "value", "prompt", "systemPrompt", "userPrompt", "authHeader", "headers"]);
 /** Fields that name a variable the block reads: they get the variable list as suggestions. */
 const READ_NAMES = new Set(["inputVariable", "mimeTypeVariable", "mediaIdVariable", "urlVariable"]);
@@ -229,8 +230,10 @@ export function blockForm(ctx, blockId) {
       if (READ_NAMES.has(name)) control.setAttribute("list", listId);
       control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" && !required ? undefined : control.value, { coalesce: true }));
     }
-    const extra = !ro && INTERPOLATED.has(name) && k.type === "string" ? inserter(control, vars, (v) => ctx.set(blockId, name, v)) : null;
+    const helps = !ro && INTERPOLATED.has(name) && k.type === "string";
+    const extra = helps ? inserter(control, vars, (v) => ctx.set(blockId, name, v)) : null;
     parts.push(wrap(label, control, name, null, extra));
+    if (helps) control.after(completion(control, vars));
   }
 
   if (type !== "return") {
@@ -285,11 +288,13 @@ function mappings(ctx, blockId, name, block, wrap, vars) {
   const items = rows.map((m, i) => {
     const value = h("input", { type: "text", name: "value", value: m.value ?? "", readonly: ro,
       "aria-label": `Value of ${m.name || `mapping ${i + 1}`}`, oninput: (ev) => ctx.edit((d) => { d.blocks[blockId][name][i].value = ev.target.value; }, { coalesce: `${blockId}.${name}.${i}` }) });
-    return h("li", { class: "mapping" },
+    const item = h("li", { class: "mapping" },
       fixed ? h("code", {}, `${m.name}${m.in ? ` (${m.in})` : ""}`) : h("input", { type: "text", name: "name", value: m.name || "", readonly: ro,
         "aria-label": `Name of mapping ${i + 1}`, onchange: (ev) => edit((ms) => { ms[i].name = ev.target.value; }) }),
       " = ", value, ro ? null : inserter(value, vars, (v) => ctx.edit((d) => { d.blocks[blockId][name][i].value = v; })),
       !fixed && !ro ? button("Remove", () => edit((ms) => { ms.splice(i, 1); }), { "aria-label": `Remove mapping ${i + 1}` }) : null);
+    if (!ro) value.after(completion(value, vars));
+    return item;
   });
   return h("fieldset", { class: "mappings" }, h("legend", {}, labelOf(name)),
     items.length ? h("ul", {}, items) : h("p", { class: "muted" }, fixed ? "Nothing to map." : "No input variables."),

@@ -212,6 +212,7 @@ export async function builderPage(ctx, toolId, newName) {
     renderProblems();
     renderAgents();
     renderChoices();
+    renderTestInputs();
     if (!inputsBox.contains(document.activeElement)) renderInputs();
     if (form || !inspector.contains(document.activeElement)) renderForm();
     undoBtn && (undoBtn.disabled = !hist.canUndo);
@@ -378,6 +379,31 @@ export async function builderPage(ctx, toolId, newName) {
     }
   }
 
+  // -- the test panel's field per declared input (so a run needs no JSON typed) -----------------
+  const testInputs = h("div", { class: "test-inputs" });
+  const testValues = new Map(); // name → what was typed, kept across redraws
+  function renderTestInputs() {
+    const declared = (Array.isArray(def.inputs) ? def.inputs : []).filter((x) => x && x.name);
+    if (testInputs.contains(document.activeElement)) return;
+    testInputs.replaceChildren(...declared.map((inp) => field(`Input ${inp.name}`,
+      h("input", { type: "text", name: `input.${inp.name}`, value: testValues.get(inp.name) || "",
+        oninput: (ev) => testValues.set(inp.name, ev.target.value) }),
+      inp.type && inp.type !== "string" ? `A ${inp.type}${inp.type === "json" ? " (JSON)" : ""}.` : null)));
+  }
+  /** The declared inputs' fields over the JSON box: a field left empty is not sent. */
+  function testInputValues(fromJson) {
+    const out = { ...fromJson };
+    for (const inp of Array.isArray(def.inputs) ? def.inputs : []) {
+      const raw = inp && testValues.get(inp.name);
+      if (!raw) continue;
+      if (inp.type === "number" && raw.trim() !== "" && !Number.isNaN(Number(raw))) out[inp.name] = Number(raw);
+      else if (inp.type === "boolean" && (raw === "true" || raw === "false")) out[inp.name] = raw === "true";
+      else if (inp.type === "json") { try { out[inp.name] = JSON.parse(raw); } catch { out[inp.name] = raw; } }
+      else out[inp.name] = raw;
+    }
+    return out;
+  }
+
   // -- save, publish, trash -------------------------------------------------------------------
   async function save() {
     flushJson();
@@ -468,8 +494,8 @@ export async function builderPage(ctx, toolId, newName) {
     testPanel = h("section", { class: "card", "aria-labelledby": "test-h" },
       h("h2", { id: "test-h" }, "Test"),
       h("div", { class: "cols" },
-        h("div", {}, field("Start block", startBlock), field("Inputs (JSON)", inputs),
-          button("Run flow", withJson(inputs, "Inputs", (v) => run("/tools/test-flow", { definition: def, startBlockId: startBlock.value || null, inputs: v })))),
+        h("div", {}, field("Start block", startBlock), testInputs, field("Inputs (JSON)", inputs, "Other inputs; the fields above win."),
+          button("Run flow", withJson(inputs, "Inputs", (v) => run("/tools/test-flow", { definition: def, startBlockId: startBlock.value || null, inputs: testInputValues(v) })))),
         h("div", {}, field("Block to test", oneBlock), field("Variables (JSON)", variables),
           button("Test block", withJson(variables, "Variables", (v) => run("/tools/test-block", { block: blocksOf(def)[oneBlock.value] || {}, variables: v }))))),
       out);
@@ -482,7 +508,8 @@ export async function builderPage(ctx, toolId, newName) {
     h("ul", {}, TYPES.map((t) => h("li", {}, button(`+ ${TYPE_NAMES[t]}`, () => addBlock(t), { "aria-label": `Add ${t} block`, "data-type": t }))))) : null;
   const tools_ = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
     button("Zoom in", () => canvas.zoom(1)), button("Zoom out", () => canvas.zoom(-1)), button("Reset zoom", () => canvas.zoom(0)),
-    rw ? button("Layout", () => edit((d) => { d.meta = { ...(d.meta || {}), positions: autoLayout(d) }; })) : null);
+    button("Fit", () => canvas.fit(), { "aria-label": "Fit the flow in view" }),
+    rw ? button("Layout", () => { edit((d) => { d.meta = { ...(d.meta || {}), positions: autoLayout(d) }; }); canvas.fit(); }) : null);
 
   const page = h("article", { "aria-labelledby": "tool-h", class: "builder" },
     h("div", { class: "bar" }, heading, actions),
@@ -508,6 +535,6 @@ export async function builderPage(ctx, toolId, newName) {
     isNew ? null : recentRuns(toolId),
     days ? h("section", { "aria-labelledby": "days-h" }, h("h2", { id: "days-h" }, "Last seven days"), chart(days)) : null);
   // The canvas measures itself, so it is drawn once the page is in the document.
-  ctx.afterMount(() => refresh({ form: true }));
+  ctx.afterMount(() => { refresh({ form: true }); canvas.fit(); });
   return page;
 }

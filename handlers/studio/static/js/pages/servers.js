@@ -114,12 +114,13 @@ export async function serverPage(ctx, serverId) {
   return h("article", { "aria-labelledby": "one-srv-h" }, parts);
 }
 
-/** An endpoint's Test: a field per param and the variables its body template reads, then the
- * answer as status, call and body (JSON indented). */
+/** An endpoint's Test: a field per param, the body template, variables for {{…}} in the params, then the
+ * answer as status, call, duration, headers (secret ones masked by the API) and body (JSON indented). */
 function endpointTest(serverId, ep, out) {
   const params = (ep.params || []).map((p) => [p, h("input", { type: "text", name: p.name, placeholder: p.description || "" })]);
-  const reads = [...new Set([...JSON.stringify(ep.bodyTemplate ?? "").matchAll(/\{\{\s*([A-Za-z_]\w*)/g)].map((m) => m[1]))];
-  const variables = h("textarea", { name: "variables", class: "code", rows: 3, value: json(Object.fromEntries(reads.map((r) => [r, ""]))) });
+  // The body template is sent as written, with the body params laid over it (the runtime does
+  // not interpolate the template): variables only fill {{…}} in the param values typed here.
+  const variables = h("textarea", { name: "variables", class: "code", rows: 3, value: "{}" });
   const result = h("div", { "aria-live": "polite" });
   const run = () => guarded(result, async () => {
     let vars;
@@ -136,11 +137,17 @@ function endpointTest(serverId, ep, out) {
       h("div", { class: "kv" }, h("dt", {}, "Status"), h("dd", { class: res.ok ? "ok" : "error" }, `Status ${res.status ?? "—"}${res.error ? ` · ${res.error.code}: ${res.error.message}` : ""}`)),
       h("div", { class: "kv" }, h("dt", {}, "Call"), h("dd", {}, `${res.method} ${res.url}`)),
       h("div", { class: "kv" }, h("dt", {}, "Duration"), h("dd", {}, `${res.durationMs ?? "—"} ms`)),
+      h("div", { class: "kv" }, h("dt", {}, "Headers"), h("dd", {}, table("Response headers", ["Header", "Value"],
+        (res.headers || []).map((hd) => h("tr", {}, h("th", { scope: "row" }, hd.name), h("td", {}, h("code", {}, hd.value)))),
+        "No headers (the call got no answer)."))),
       h("div", { class: "kv" }, h("dt", {}, "Body"), h("dd", {}, h("pre", {}, typeof body === "string" ? body : json(body))))));
   });
   const byIn = (where) => params.filter(([p]) => p.in === where).map(([p, input]) => field(`${p.name} (${where})${p.required ? " *" : ""}`, input, p.description));
   return h("section", { class: "card", "aria-label": `Test of ${ep.name}` }, h("h3", {}, `Test of ${ep.name}: ${ep.method} ${ep.path}`),
     params.length ? [byIn("route"), byIn("query"), byIn("body")] : h("p", { class: "muted" }, "This endpoint declares no parameters."),
-    field("Variables (JSON)", variables, reads.length ? `The body template reads: ${reads.join(", ")}.` : "Values for {{variables}} in the parameters."),
+    ep.bodyTemplate !== null && ep.bodyTemplate !== undefined
+      ? h("figure", { class: "body-template" }, h("figcaption", {}, "Body template: sent as written, with the body parameters above laid over it"),
+        h("pre", {}, typeof ep.bodyTemplate === "string" ? ep.bodyTemplate : json(ep.bodyTemplate))) : null,
+    field("Variables (JSON)", variables, "Values for {{variables}} in the parameters above."),
     button("Run test", run, { class: "primary" }), result);
 }
