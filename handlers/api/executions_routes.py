@@ -80,10 +80,12 @@ def _owner(svc: Services, workspace: str) -> Any:
     from ..history.queries import Owner
 
     owners: dict[str, str] = {}
-    for tool in svc.registry.state.tools.values():
+    for tool_id, tool in svc.registry.state.tools.items():
         published = tool.get("publishedTool")
         if isinstance(published, dict) and isinstance(published.get("id"), str):
             owners[published["id"]] = workspace_of(tool)
+        # The builder's test runs of this tool (handlers/history/test_runs.py).
+        owners[f"test-{tool_id}"] = workspace_of(tool)
     return Owner(workspace, owners)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import structlog
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +22,7 @@ from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .deps import Services, services
 
+log = structlog.get_logger("chatflow.api")
 router = APIRouter(tags=["tools"])
 Svc = Annotated[Services, Depends(services)]
 LIST_FIELDS = ("definition", "publishedTool")
@@ -91,7 +93,29 @@ async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
                       problems=[f"definition.{p}" for p in problems])
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
     run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables)
-    return run.body()
+    out = run.body()
+    out["inHistory"] = await _keep_test_run(svc, who.workspace, body.toolId, run)
+    return out
+
+
+async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run: Any) -> bool:
+    """Write a test run of a tool of this workspace into the run history, so the test panel
+    can link to its run page. An ad hoc definition (no toolId) belongs to no tool, so to no
+    workspace a run page could be shown in: it is not kept. A history that cannot write
+    costs the link, never the test run's answer."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from ..history.test_runs import record_test_run
+
+    tool = svc.registry.state.tools.get(tool_id) if tool_id else None
+    if svc.history is None or tool is None or workspace_of(tool) != workspace:
+        return False
+    try:
+        return await record_test_run(svc.history, run.executions, run.trace, run.definition)
+    except (SQLAlchemyError, OSError) as exc:
+        log.warning("a test run was not kept in the run history", error=exc.__class__.__name__,
+                    tool_id=tool_id)
+        return False
 
 
 @router.post("/tools/test-block", summary="Run one block alone (the builder's test panel)")

@@ -49,13 +49,15 @@ class InlineRun:
     trace: list[LogEntry] = field(default_factory=list)
     variables: dict[str, Any] = field(default_factory=dict)
     executions: list[bytes] = field(default_factory=list)
+    execution_id: str = ""
+    definition: tuple[str, bytes] = ("", b"")  # (content hash, PublishedTool JSON) it ran
 
     def body(self) -> dict[str, Any]:
         r = self.result
         error = {"code": r.error.code, "message": r.error.message} if r and r.error else None
         return {"ok": bool(r and r.ok), "result": r.result if r else "", "error": error,
                 "durationMs": r.durationMs if r else 0, "variables": self.variables,
-                "trace": msgspec.to_builtins(self.trace)}
+                "executionId": self.execution_id, "trace": msgspec.to_builtins(self.trace)}
 
 
 class InlineRunner:
@@ -105,11 +107,13 @@ class InlineRunner:
                        "toolId": getattr(published, "toolId", pt), "outputVariable": "result"},
             "context": {"contactId": contact, "variables": variables},
         }, ExecuteToolCommand)
-        t = self.machine.start(cmd, published, digest, data, exec_id="0-inline", partition=0,
+        # Partition 0 by the id's form, unique so the run history can keep each test run.
+        exec_id = f"0-test{uuid.uuid4().hex[:24]}"
+        t = self.machine.start(cmd, published, digest, data, exec_id=exec_id, partition=0,
                                now=now_ms(), debug=False)
         for state in t.writes:  # inputs are values here, not templates
             state.variables.update(inputs)
-        run = InlineRun()
+        run = InlineRun(execution_id=exec_id, definition=(digest, data))
         timeout = self.machine.limits.tool_timeout_ms / 1000 + 5
         await asyncio.wait_for(self._drive(t, run), timeout)
         return run
@@ -141,6 +145,7 @@ class InlineRunner:
                     run.executions.append(emit.data)
             return t.finishes_root
 
+        root_id = run.execution_id
         finished = await apply(first)
         while queue and not finished:
             step = queue.popleft()
@@ -148,7 +153,7 @@ class InlineRunner:
             if state is None or state.status == "done" or state.version != step.version:
                 continue
             finished = await apply(await self._advance(state, step))
-        root = states.get("0-inline")
+        root = states.get(root_id)
         run.variables = dict(root.variables) if root else {}
 
     def _definition(self, digest: str) -> ToolDefinition | None:

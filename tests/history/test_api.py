@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from chatflow.handlers.history.db import engine_for, upgrade
 from tests.api.support import Api, api_settings, running_api
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
+from tests.support.http import LoopbackServer
 
 
 @pytest.fixture
@@ -133,3 +135,52 @@ async def test_without_state_the_route_still_answers_the_list_in_flight(
     assert await api.ok("GET", "/executions") == []
     assert await api.ok("GET", "/executions", params={"state": "running"}) == {
         "executions": [], "nextCursor": None}
+
+
+async def test_a_test_run_of_a_saved_tool_is_kept_with_its_trace_and_only_its_workspace_opens_it(
+        both: tuple[Harness, Api]) -> None:
+    _h, api = both
+    server = LoopbackServer()
+    server.route("GET", "/echo", {"fine": True})
+    server.start()
+    definition = tool("h", http("h", f"{server.base}/echo", to("r"),
+                                headers={"Authorization": "Bearer sk-test-run-secret"}),
+                      ret("r", "checked {{who}}"))
+    try:
+        await _test_run_kept(api, definition)
+    finally:
+        server.stop()
+
+
+async def _test_run_kept(api: Api, definition: dict[str, Any]) -> None:
+    async with api.as_key(await api.new_key(workspace="b", role="editor")) as b:
+        created = await b.post("/tools", json={"id": "t-tb", "definition": definition})
+        assert created.status_code == 201, created.text
+        answer = await b.post("/tools/test-flow", json={"toolId": "t-tb",
+                                                         "inputs": {"who": "Ana"}})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["ok"] and body["inHistory"] is True
+        run_id = body["executionId"]
+        opened = await b.get(f"/executions/{run_id}/history")
+        assert opened.status_code == 200, opened.text
+        run = opened.json()
+        assert run["status"] == "ok" and run["toolId"] == "t-tb"
+        assert [s["blockId"] for s in run["steps"] if s["type"] == "block"] == ["h", "r"]
+        assert run["published"]["definition"]["blocks"]["h"]["type"] == "httpCall"
+        assert "sk-test-run-secret" not in opened.text
+        listed = (await b.get("/executions", params={"state": "finished"})).json()
+        assert [r["executionId"] for r in listed["executions"]] == [run_id]
+    # The default workspace neither opens nor lists workspace b's test run.
+    await api.fails("GET", f"/executions/{run_id}/history", 404)
+    theirs = await api.ok("GET", "/executions", params={"state": "finished"})
+    assert run_id not in [r["executionId"] for r in theirs["executions"]]
+
+
+async def test_a_test_run_of_an_unsaved_definition_is_answered_but_not_kept(
+        both: tuple[Harness, Api]) -> None:
+    _h, api = both
+    body = await api.ok("POST", "/tools/test-flow",
+                        json={"definition": tool("r", ret("r", "adhoc"))})
+    assert body["ok"] and body["result"] == "adhoc" and body["inHistory"] is False
+    await api.fails("GET", f"/executions/{body['executionId']}/history", 404)

@@ -150,3 +150,8 @@ async def test_the_test_panel_draws_the_trace_on_the_canvas_and_names_the_inputs
     await expect(page.locator(".test-head")).to_have_text('Test run from s · inputs {"who":"Ana"}')
     await expect(page.get_by_role("list", name="Test trace")).not_to_contain_text("inputs{}")
     await expect(page.locator("output")).to_have_text('"hi Ana"')
+    # The test run is kept in the run history: its page draws the same run.
+    await page.get_by_role("link", name="Open its run page").click()
+    await expect(page.get_by_role("heading", name=re.compile(r"^Run 0-test"))).to_be_visible()
+    ran = page.get_by_role("group", name="The definition as it ran")
+    await expect(ran.locator('.drawflow-node.status-ok[data-block="r"]')).to_have_count(1)

@@ -28,7 +28,11 @@ export function showTestRun(out, res, request) {
   const canvasBox = h("div", { class: "canvas run-canvas", role: "group", "aria-label": "Test run on the flow" });
   const head = h("p", { class: "test-head" }, `Test run${request.startBlockId ? ` from ${request.startBlockId}` : ""}`,
     Object.keys(given).length ? ` · inputs ${JSON.stringify(given)}` : " · no inputs");
-  out.replaceChildren(head, outcome(res), def ? canvasBox : null,
+  // A test run of a saved tool is kept in the run history (when there is one): link its page.
+  const runLink = res.inHistory && res.executionId
+    ? h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(res.executionId)}`, class: "run-link" }, "Open its run page"))
+    : null;
+  out.replaceChildren(head, outcome(res), runLink, def ? canvasBox : null,
     // Open: the list holds what the nodes cannot show (HTTP, writes, errors) without a click.
     h("details", { open: true }, h("summary", {}, "Trace as a list"), timeline(entries, "Test trace")));
   if (def) showRun(canvasBox, def, status, path); // `out` is on the page: the canvas can measure itself

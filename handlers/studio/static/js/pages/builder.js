@@ -495,7 +495,7 @@ export async function builderPage(ctx, toolId, newName) {
       h("h2", { id: "test-h" }, "Test"),
       h("div", { class: "cols" },
         h("div", {}, field("Start block", startBlock), testInputs, field("Inputs (JSON)", inputs, "Other inputs; the fields above win."),
-          button("Run flow", withJson(inputs, "Inputs", (v) => run("/tools/test-flow", { definition: def, startBlockId: startBlock.value || null, inputs: testInputValues(v) })))),
+          button("Run flow", withJson(inputs, "Inputs", (v) => run("/tools/test-flow", { definition: def, ...(toolId === null ? {} : { toolId }), startBlockId: startBlock.value || null, inputs: testInputValues(v) })))),
         h("div", {}, field("Block to test", oneBlock), field("Variables (JSON)", variables),
           button("Test block", withJson(variables, "Variables", (v) => run("/tools/test-block", { block: blocksOf(def)[oneBlock.value] || {}, variables: v }))))),
       out);
