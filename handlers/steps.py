@@ -151,7 +151,10 @@ class StepProcessor:
         if calls:
             wanted = list(dict.fromkeys(
                 cast(CallToolBlock, items[i][1]).publishedToolId for i in calls))
-            children = dict(zip(wanted, await self.store.get_tools(wanted), strict=True))
+            # Through the store's coalescer: the run-ahead of every partition of an intake
+            # batch reads its children in this same turn, so they share one round trip.
+            raws = await asyncio.gather(*(self.store.get_tool(pt) for pt in wanted))
+            children = dict(zip(wanted, raws, strict=True))
             for i in calls:
                 state, block = items[i]
                 results[i] = self._call_tool(state, cast(CallToolBlock, block),
