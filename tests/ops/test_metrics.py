@@ -115,3 +115,26 @@ async def test_commands_naming_unknown_tools_share_one_label_and_leave_the_slots
     assert sample("chatflow_tool_executions_total", {"tool": "unknown", "outcome": "failure"}) >= 5
     assert sample("chatflow_tool_executions_total", {"tool": "pt-made-up-0",
                                                      "outcome": "failure"}) is None
+
+
+def test_a_batch_of_durations_observed_at_once_reads_the_same_as_one_observe_each() -> None:
+    """observe_batch touches each bucket once per batch; what a scrape reads must not move."""
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    registry = CollectorRegistry()
+    batched = Histogram("batched", "d", ["k"], buckets=metrics.DURATION_BUCKETS,
+                        registry=registry)
+    single = Histogram("single", "d", ["k"], buckets=metrics.DURATION_BUCKETS,
+                       registry=registry)
+    # On a bound, between bounds, past the last one, zero and negative.
+    values = [0.0, 0.005, 0.006, 0.01, 0.3, 0.3, 59.0, 60.0, 61.0, 1e9, -1.0, 2.5]
+    metrics.observe_batch(batched.labels("a"), values)
+    for v in values:
+        single.labels("a").observe(v)
+    fams = families(generate_latest(registry).decode())
+    got = sorted((n.removeprefix("batched"), tuple(sorted(lbl.items())), v)
+                 for n, lbl, v in fams["batched"] if not n.endswith("_created"))
+    want = sorted((n.removeprefix("single"), tuple(sorted(lbl.items())), v)
+                  for n, lbl, v in fams["single"] if not n.endswith("_created"))
+    assert got == want
+    assert value(fams, "batched_count", k="a") == len(values)
