@@ -4,11 +4,13 @@ the history through the HTTP API (real API, real worker, SQLite)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.db import engine_for, upgrade
 from tests.api.support import Api, api_settings, running_api
 from tests.core.tools import http, ret, to, tool
@@ -18,6 +20,12 @@ from tests.support.http import LoopbackServer
 
 @pytest.fixture
 async def both(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Api]]:
+    async with _both(redis_url, prefix, tmp_path) as pair:
+        yield pair
+
+
+@asynccontextmanager
+async def _both(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Api]]:
     url = f"sqlite:///{tmp_path / 'history.db'}"
     engine = engine_for(url)
     await upgrade(engine)
@@ -184,3 +192,36 @@ async def test_a_test_run_of_an_unsaved_definition_is_answered_but_not_kept(
                         json={"definition": tool("r", ret("r", "adhoc"))})
     assert body["ok"] and body["result"] == "adhoc" and body["inHistory"] is False
     await api.fails("GET", f"/executions/{body['executionId']}/history", 404)
+
+
+@pytest.fixture
+async def own_both(prefix: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Api]]:
+    """``both`` on a Valkey of this test alone: it gets flushed."""
+    server = EmbeddedServer().start()
+    try:
+        async with _both(server.url, prefix, tmp_path) as pair:
+            yield pair
+    finally:
+        server.stop()
+
+
+async def test_the_history_survives_valkey_losing_everything(
+        own_both: tuple[Harness, Api]) -> None:
+    """A Valkey restart without persistence (FLUSHALL: every key, stream and API key gone):
+    the finished run is still found and opened, with its trace, from the history."""
+    h, api = own_both
+    await h.put_tool("pt-kept", tool("r", ret("r", "kept")))
+    done = await h.run("pt-kept", contact="c-restart")
+    assert done.ok
+    await caught_up(h)
+    await h.client.flushall()
+    assert await h.client.dbsize() == 0
+    # The old key went with Valkey: an operator makes a new one, as after any such loss.
+    async with api.as_key(await api.new_key(workspace="default", role="viewer")) as viewer:
+        found = await viewer.get("/executions", params={"state": "finished",
+                                                        "contactId": "c-restart"})
+        assert found.status_code == 200, found.text
+        assert [r["executionId"] for r in found.json()["executions"]] == [done.executionId]
+        opened = await viewer.get(f"/executions/{done.executionId}/history")
+        assert opened.status_code == 200, opened.text
+        assert [s["blockId"] for s in opened.json()["steps"] if s["type"] == "block"] == ["r"]
