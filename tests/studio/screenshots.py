@@ -139,6 +139,7 @@ async def test_screenshot_the_trash_confirmation(studio: Studio) -> None:
     await shot(page, "trash-confirm")
     await page.get_by_role("dialog").get_by_role("button", name="Move to trash").click()
     await page.get_by_role("button", name="Delete Callee permanently").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete permanently").click()
     await expect(page.get_by_role("alert").get_by_role("list", name="Callers")).to_be_visible()
     await shot(page, "trash-409")
 

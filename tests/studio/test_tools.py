@@ -163,6 +163,13 @@ async def test_trash_restores_and_shows_the_409_naming_the_callers(studio: Studi
     await page.get_by_role("dialog").get_by_role("button", name="Move to trash").click()
     await expect(page.get_by_role("heading", name="Trash")).to_be_visible()
     await page.get_by_role("button", name="Delete Callee permanently").click()
+    confirm = page.get_by_role("dialog", name="Delete Callee permanently?")
+    await expect(confirm).to_contain_text("cannot be undone")
+    await confirm.get_by_role("button", name="Cancel").click()
+    await expect(confirm).to_have_count(0)
+    await expect(page.get_by_role("alert")).to_have_count(0)  # nothing was asked of the server
+    await page.get_by_role("button", name="Delete Callee permanently").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Delete permanently").click()
     alert = page.get_by_role("alert")
     await expect(alert).to_contain_text("409")
     await expect(alert.get_by_role("list", name="Callers")).to_contain_text("Caller (t-caller)")

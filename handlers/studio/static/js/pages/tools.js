@@ -69,6 +69,13 @@ export async function trashPage(ctx) {
         } catch (err) { if (err instanceof ApiError) outcome.replaceChildren(refusal(err)); }
       }, { "aria-label": `Restore ${t.name}` }),
       button("Delete permanently", async () => {
+        // Irreversible (the trash is the only undo): ask first, saying so.
+        const ok = await confirmDialog({
+          title: `Delete ${t.name} permanently?`, confirm: "Delete permanently", danger: true,
+          body: [h("p", {}, "The tool and its versions are removed for good; this cannot be undone. ",
+            "A published tool that still calls it makes the server refuse, and names it.")],
+        });
+        if (ok === null) return;
         try {
           await api("DELETE", `/tools/${encodeURIComponent(t.id)}/permanent`);
           ctx.say(`Deleted ${t.name} for good`);
