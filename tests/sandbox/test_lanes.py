@@ -45,8 +45,14 @@ async def test_one_tools_slow_scripts_do_not_starve_another_tools_script(isolati
 async def test_a_free_lane_serves_another_tool_while_one_lane_is_busy(isolation: str) -> None:
     box = ScriptSandbox(FAIR_LIMITS, isolation=isolation, lanes=2)  # type: ignore[arg-type]
     try:
+        # Both lanes started first (lanes start on demand, and starting a worker process on
+        # a loaded machine can take longer than the slow script): what is compared is then
+        # a free lane against a busy one, not a lane's start-up against a script.
+        await _finish_order(box, [(f"warm-{n}", ScriptJob(BUSY, {"ms": 300}, owner=f"w{n}"))
+                                  for n in range(2)])
+        assert box.lanes == 2
         order = await _finish_order(box, [
-            ("slow", ScriptJob(BUSY, {"ms": 600}, owner="tool-a")),
+            ("slow", ScriptJob(BUSY, {"ms": 900}, owner="tool-a")),  # under the 1 s limit
             ("quick", ScriptJob("return 1", {}, owner="tool-b")),
         ])
         assert order == ["quick", "slow"]

@@ -172,9 +172,24 @@ async def test_layout_places_a_tool_made_over_the_api_and_every_block_is_in_view
         "onboardingBlockId": ids[0], "blocks": blocks}})
     await studio.sign_in()
     await page.get_by_role("link", name="Long").click()
+    for b in ids:
+        await expect(node(page, b)).to_be_visible()
+    # Seven layers side by side are wider than the canvas: zoomed out to fit. The fit follows
+    # the drawing, so wait until every node's box lies inside the canvas's.
+    await page.wait_for_function("""(ids) => {
+      const area = document.querySelector('[role=group][aria-label="Flow canvas"]');
+      if (!area) return false;
+      const a = area.getBoundingClientRect();
+      return ids.every((b) => {
+        const n = area.querySelector(`[data-block="${b}"]`);
+        if (!n) return false;
+        const r = n.getBoundingClientRect();
+        return r.width > 0 && a.left <= r.left && r.right <= a.right;
+      });
+    }""", arg=ids, timeout=15_000)
     area = await canvas(page).bounding_box()
     assert area is not None
-    for b in ids:  # seven layers side by side are wider than the canvas: zoomed out to fit
+    for b in ids:
         box = await node(page, b).bounding_box()
         assert box is not None
         assert area["x"] <= box["x"] and box["x"] + box["width"] <= area["x"] + area["width"], b
