@@ -20,6 +20,10 @@ from chatflow.schemas.keys import (
     PublicKeys,
 )
 
+# The run history's consumer group on stream:tool-executions (handlers/history/runner.py),
+# named here so a worker without a history need not import SQLAlchemy to know it.
+HISTORY_GROUP = "chatflow-history"
+
 
 @dataclass(frozen=True, slots=True)
 class Keys(PublicKeys):
@@ -117,5 +121,5 @@ class Keys(PublicKeys):
         return int(exec_id.split("-", 1)[0])
 
 
-__all__ = ["COMMANDS_GROUP", "NATIVE_GROUP", "PROJECTION_GROUP", "RELAY_GROUP", "STEPS_GROUP", "Keys",
-           "PublicKeys"]
+__all__ = ["COMMANDS_GROUP", "HISTORY_GROUP", "NATIVE_GROUP", "PROJECTION_GROUP", "RELAY_GROUP",
+           "STEPS_GROUP", "Keys", "PublicKeys"]

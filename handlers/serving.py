@@ -11,13 +11,15 @@ import gc
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import uvicorn
-
-from .api import create_app
 from .native import load_native_tools
 from .settings import Settings
 from .worker import Worker
+
+if TYPE_CHECKING:  # the API (FastAPI, uvicorn, the history's SQLAlchemy) is imported only by
+    # the processes that serve it: a worker starts in a fraction of the time without them.
+    import uvicorn
 
 # Every signal whose default is to end the process and that a process can catch: a closed
 # terminal (SIGHUP) must stop `chatflow up` as cleanly as Ctrl-C, embedded Valkey included.
@@ -50,6 +52,10 @@ def tune_gc(threshold: int) -> None:
 
 def api_server(settings: Settings, host: str | None = None, port: int | None = None
                ) -> uvicorn.Server:
+    import uvicorn
+
+    from .api import create_app
+
     config = uvicorn.Config(create_app(settings), host=host or settings.api_host,
                             port=settings.api_port if port is None else port,
                             log_config=None, access_log=False, lifespan="on")

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -32,9 +32,16 @@ from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from . import metrics as prom
 from .batches import GroupReader, by_slot
 from .health import HealthServer, memory_trouble
-from .history.runner import HISTORY_GROUP, HistoryProjection
 from .intake import Intake
-from .keys import COMMANDS_GROUP, NATIVE_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from .keys import (
+    COMMANDS_GROUP,
+    HISTORY_GROUP,
+    NATIVE_GROUP,
+    PROJECTION_GROUP,
+    RELAY_GROUP,
+    STEPS_GROUP,
+    Keys,
+)
 from .leases import Leases
 from .native import NativeToolServer
 from .projections.execlog import ExecutionLog, trim_source
@@ -44,6 +51,9 @@ from .relay import Relay
 from .settings import Settings
 from .steps import StepProcessor
 from .store import Store, Targets
+
+if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a second at start
+    from .history.runner import HistoryProjection
 
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
@@ -134,8 +144,11 @@ class Worker:
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
         # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
-        self.history = (HistoryProjection.from_settings(self.client, self.keys, s, self.consumer)
-                        if s.history_url else None)
+        self.history: HistoryProjection | None = None
+        if s.history_url:
+            from .history.runner import HistoryProjection
+            self.history = HistoryProjection.from_settings(self.client, self.keys, s,
+                                                           self.consumer)
         prom.configure(s.metrics_max_tools)
         self.health: HealthServer | None = None
         self._inflight: set[asyncio.Task[None]] = set()

@@ -25,7 +25,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..keys import Keys
+from ..keys import HISTORY_GROUP, Keys
 from ..projections.progress import GroupProgress
 from ..redis_client import Client, Entry
 from ..settings import Settings
@@ -34,7 +34,6 @@ from .db import HistoryError, check, engine_for, upgrade
 from .fork import origin_of
 from .writer import HistoryWriter
 
-HISTORY_GROUP = "chatflow-history"
 log = structlog.get_logger("chatflow.history")
 
 Process = Callable[[list[Entry]], Awaitable[None]]
