@@ -268,19 +268,31 @@ class _Carried:
             self.done = list(self.done)
         writes = self.writes
         # A check on an execution this transition already writes is implied by the write.
-        for expected in (second.expect, *second.also_expect):
-            if expected is not None and expected != self.expect and expected[0] not in writes:
+        # (No tuple of all the checks built per fuse: ``also_expect`` is nearly always empty.)
+        expected = second.expect
+        if expected is not None and expected != self.expect and expected[0] not in writes:
+            self.also_expect.append(expected)
+        for expected in second.also_expect:
+            if expected != self.expect and expected[0] not in writes:
                 self.also_expect.append(expected)
         for state in second.writes:
             writes.pop(state.execId, None)
             writes[state.execId] = state  # a later version of the same execution: keep it, last
-        del self.steps[index]
-        self.steps.extend(second.steps)
-        self.emits.extend(second.emits)
+        steps = self.steps
+        if index == len(steps) - 1:  # the usual case: the last step, replaced at the end
+            steps.pop()
+        else:
+            del steps[index]
+        steps.extend(second.steps)
+        if second.emits:
+            self.emits.extend(second.emits)
         self.log.extend(second.log)
-        self.definitions.update(second.definitions)
-        self.finishes_root = self.finishes_root or second.finishes_root
-        self.done.extend(second.done)
+        if second.definitions:
+            self.definitions.update(second.definitions)
+        if second.finishes_root:
+            self.finishes_root = True
+        if second.done:
+            self.done.extend(second.done)
 
     def transition(self) -> Transition:
         """The transition as built: the given one itself when nothing was fused into it."""
