@@ -188,7 +188,7 @@ class RunAhead:
                         wanted.append((c, step.exec_id, c.writes.get(step.exec_id)))
             if not wanted:
                 return
-            parents = await self.load_states(partition, [(e, w) for _, e, w in wanted])
+            parents = await self._parents(partition, [(e, w) for _, e, w in wanted])
             progressed = False
             for (c, _, _), parent in zip(wanted, parents, strict=True):
                 definition = self.definitions(parent.defHash) if parent else None
@@ -204,6 +204,15 @@ class RunAhead:
                     progressed = True
             if not progressed:
                 return
+
+    async def _parents(self, partition: int,
+                       wanted: list[tuple[str, ExecState | None]]) -> list[ExecState | None]:
+        parents = [known for _, known in wanted]
+        if None not in parents:
+            # The usual case: the child's own transition wrote its parent (it spawned it in
+            # this hop), so there is nothing to read and no call to ``load_states`` to await.
+            return parents
+        return await self.load_states(partition, wanted)
 
     def _resume_inline(self, c: _Carried, parent: ExecState, definition: ToolDefinition,
                        now: int) -> bool:
