@@ -189,23 +189,23 @@ def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
     touched once per batch (``observe_batch``): every ``inc`` takes a lock, and per
     transition they were a twentieth of a worker's CPU.
     """
-    counts: dict[tuple[str, tuple[str, ...]], float] = {}
-    seconds: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+    counts: dict[tuple[Any, tuple[str, ...]], float] = {}
+    seconds: dict[tuple[Any, tuple[str, ...]], list[float]] = {}
     for commit, verdict in zip(commits, verdicts, strict=False):
         t = getattr(commit, "transition", None)
         if t is None:
             continue
         if verdict != 1:
-            _count(counts, "stale", _DROPPED.get(verdict, "other"))
+            _count(counts, STALE, _DROPPED.get(verdict, "other"))
             continue
         try:
             _observe_transition(t, counts, seconds)
         except (msgspec.DecodeError, ValueError, AttributeError):  # metrics never break a commit
             continue
-    for (name, labels), n in counts.items():
-        _child(_BATCHED[name], *labels).inc(n)
-    for (name, labels), values in seconds.items():
-        observe_batch(_child(_BATCHED[name], *labels), values)
+    for (metric, labels), n in counts.items():
+        _child(metric, *labels).inc(n)
+    for (metric, labels), values in seconds.items():
+        observe_batch(_child(metric, *labels), values)
 
 
 def observe_batch(child: Any, values: list[float]) -> None:
@@ -229,64 +229,41 @@ def observe_batch(child: Any, values: list[float]) -> None:
         buckets[i].inc(n)
 
 
-# The metrics a batch counts into, by a short name: the batch's keys hold the name, not
-# the metric, since a prometheus_client metric hashes in Python code (it is a
-# typing.Protocol), about a microsecond per lookup, several lookups per transition.
-_BATCHED: dict[str, Any] = {
-    "stale": STALE, "block_steps": BLOCK_STEPS, "block_seconds": BLOCK_SECONDS,
-    "errors": ERRORS, "guardrails": GUARDRAIL_TRIPS, "executions": EXECUTIONS,
-    "execution_seconds": EXECUTION_SECONDS, "llm_tokens": LLM_TOKENS, "results": RESULTS}
-
-
-def _count(counts: dict[tuple[str, tuple[str, ...]], float], metric: str, *labels: str,
+def _count(counts: dict[tuple[Any, tuple[str, ...]], float], metric: Any, *labels: str,
            n: float = 1) -> None:
     key = (metric, labels)
     counts[key] = counts.get(key, 0) + n
 
 
-# The label tuples of the block counters, built once: a transition logs several blocks,
-# and a key built per entry was most of what the metrics cost a worker.
-_BLOCK_KEYS = {(kind, ok): (("block_steps", (kind, "ok" if ok else "error")),
-                            ("block_seconds", (kind,)))
-               for kind in (*BLOCK_TYPES, OTHER) for ok in (True, False)}
-_RESULT_KEYS = {True: ("results", ("ok",)), False: ("results", ("error",))}
-
-
-def _observe_transition(t: Any, counts: dict[tuple[str, tuple[str, ...]], float],
-                        seconds: dict[tuple[str, tuple[str, ...]], list[float]]) -> None:
+def _observe_transition(t: Any, counts: dict[tuple[Any, tuple[str, ...]], float],
+                        seconds: dict[tuple[Any, tuple[str, ...]], list[float]]) -> None:
     for entry in t.log:
-        etype = entry.type
-        if etype == "block":
+        if entry.type == "block":
             kind = entry.blockType if entry.blockType in BLOCK_TYPES else OTHER
-            count_key, seconds_key = _BLOCK_KEYS[kind, bool(entry.ok)]
-            counts[count_key] = counts.get(count_key, 0) + 1
-            values = seconds.get(seconds_key)
-            if values is None:
-                values = seconds[seconds_key] = []
-            values.append((entry.durationMs or 0) / 1000)
-        elif (etype == "finished" or etype == "aborted") and entry.error is not None:
-            _count(counts, "errors", code_label(entry.error.code))
+            _count(counts, BLOCK_STEPS, kind, "ok" if entry.ok else "error")
+            seconds.setdefault((BLOCK_SECONDS, (kind,)), []).append(
+                (entry.durationMs or 0) / 1000)
+        elif entry.type in ("finished", "aborted") and entry.error is not None:
+            _count(counts, ERRORS, code_label(entry.error.code))
             if entry.error.code in GUARDRAILS:
-                _count(counts, "guardrails", GUARDRAILS[entry.error.code])
+                _count(counts, GUARDRAIL_TRIPS, GUARDRAILS[entry.error.code])
     for emit in t.emits:
-        kind = emit.kind
-        if kind == "execution":
+        if emit.kind == "execution":
             event = _exec.decode(emit.data)
             outcome = "success" if event.success else "failure"
             # A publishedToolId the registry does not know is not a tool: one label for all,
             # so commands naming made-up ids cannot use up the per-tool label slots.
             tool = UNKNOWN if event.errorCode == "tool_not_found" else tool_label(event.publishedToolId)
-            _count(counts, "executions", tool, outcome)
-            seconds.setdefault(("execution_seconds", (tool, outcome)), []).append(
+            _count(counts, EXECUTIONS, tool, outcome)
+            seconds.setdefault((EXECUTION_SECONDS, (tool, outcome)), []).append(
                 event.durationMs / 1000)
-        elif kind == "result":
-            key = _RESULT_KEYS[_result_ok.decode(emit.data).ok]
-            counts[key] = counts.get(key, 0) + 1
-        elif kind == "llm_usage":
+        elif emit.kind == "llm_usage":
             usage = _usage.decode(emit.data)
             capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
-            _count(counts, "llm_tokens", capability, "prompt", n=usage.promptTokens)
-            _count(counts, "llm_tokens", capability, "completion", n=usage.completionTokens)
+            _count(counts, LLM_TOKENS, capability, "prompt", n=usage.promptTokens)
+            _count(counts, LLM_TOKENS, capability, "completion", n=usage.completionTokens)
+        elif emit.kind == "result":
+            _count(counts, RESULTS, "ok" if _result_ok.decode(emit.data).ok else "error")
 
 
 _children: dict[tuple[int, tuple[str, ...]], Any] = {}
