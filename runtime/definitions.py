@@ -12,6 +12,10 @@ from chatflow.schemas.definition import PublishedTool, format_validation_error
 from . import errors
 from .errors import ToolFailure
 
+# Tool texts up to this size have their digest remembered (``DefinitionCache._digest``):
+# the memo holds at most ``size`` of them, so at most 64 MB with the default size.
+_REMEMBERED_MAX_BYTES = 64 * 1024
+
 
 class DefinitionCache:
     """An LRU of parsed published tools keyed by the sha1 of their JSON text."""
@@ -19,6 +23,9 @@ class DefinitionCache:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._items: OrderedDict[str, PublishedTool] = OrderedDict()
+        # The digest of each small tool text seen: the same bytes come back on every command
+        # and every callTool, and a dict lookup on them costs less than hashing them again.
+        self._digests: OrderedDict[bytes, str] = OrderedDict()
 
     def get(self, digest: str) -> PublishedTool | None:
         item = self._items.get(digest)
@@ -36,7 +43,7 @@ class DefinitionCache:
         """The published tool stored under ``tool:{pt}``, or the seed's load failure."""
         if raw is None:
             return errors.tool_not_found(pt)
-        digest = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        digest = self._digest(raw)
         cached = self.get(digest)
         if cached is not None:
             return cached, digest, raw
@@ -48,6 +55,17 @@ class DefinitionCache:
             return errors.tool_definition_invalid(pt, detail)
         self.put(digest, tool)
         return tool, digest, raw
+
+    def _digest(self, raw: bytes) -> str:
+        digest = self._digests.get(raw)
+        if digest is not None:
+            return digest
+        digest = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        if len(raw) <= _REMEMBERED_MAX_BYTES:
+            self._digests[raw] = digest
+            while len(self._digests) > self._size:
+                self._digests.popitem(last=False)
+        return digest
 
     def by_hash(self, digest: str, raw: bytes | None) -> PublishedTool | None:
         cached = self.get(digest)

@@ -188,7 +188,7 @@ class RunAhead:
                         wanted.append((c, step.exec_id, c.writes.get(step.exec_id)))
             if not wanted:
                 return
-            parents = await self.load_states(partition, [(e, w) for _, e, w in wanted])
+            parents = await self._parents(partition, [(e, w) for _, e, w in wanted])
             progressed = False
             for (c, _, _), parent in zip(wanted, parents, strict=True):
                 definition = self.definitions(parent.defHash) if parent else None
@@ -204,6 +204,15 @@ class RunAhead:
                     progressed = True
             if not progressed:
                 return
+
+    async def _parents(self, partition: int,
+                       wanted: list[tuple[str, ExecState | None]]) -> list[ExecState | None]:
+        parents = [known for _, known in wanted]
+        if None not in parents:
+            # The usual case: the child's own transition wrote its parent (it spawned it in
+            # this hop), so there is nothing to read and no call to ``load_states`` to await.
+            return parents
+        return await self.load_states(partition, wanted)
 
     def _resume_inline(self, c: _Carried, parent: ExecState, definition: ToolDefinition,
                        now: int) -> bool:
@@ -268,19 +277,31 @@ class _Carried:
             self.done = list(self.done)
         writes = self.writes
         # A check on an execution this transition already writes is implied by the write.
-        for expected in (second.expect, *second.also_expect):
-            if expected is not None and expected != self.expect and expected[0] not in writes:
+        # (No tuple of all the checks built per fuse: ``also_expect`` is nearly always empty.)
+        expected = second.expect
+        if expected is not None and expected != self.expect and expected[0] not in writes:
+            self.also_expect.append(expected)
+        for expected in second.also_expect:
+            if expected != self.expect and expected[0] not in writes:
                 self.also_expect.append(expected)
         for state in second.writes:
             writes.pop(state.execId, None)
             writes[state.execId] = state  # a later version of the same execution: keep it, last
-        del self.steps[index]
-        self.steps.extend(second.steps)
-        self.emits.extend(second.emits)
+        steps = self.steps
+        if index == len(steps) - 1:  # the usual case: the last step, replaced at the end
+            steps.pop()
+        else:
+            del steps[index]
+        steps.extend(second.steps)
+        if second.emits:
+            self.emits.extend(second.emits)
         self.log.extend(second.log)
-        self.definitions.update(second.definitions)
-        self.finishes_root = self.finishes_root or second.finishes_root
-        self.done.extend(second.done)
+        if second.definitions:
+            self.definitions.update(second.definitions)
+        if second.finishes_root:
+            self.finishes_root = True
+        if second.done:
+            self.done.extend(second.done)
 
     def transition(self) -> Transition:
         """The transition as built: the given one itself when nothing was fused into it."""
