@@ -209,6 +209,41 @@ def _absolute(rel: str, root: str) -> str:
     return root if not rel else root + rel if rel[0] == "." else rel
 
 
+# A ``started`` entry's detail repeats what its line already says: a child's ``parent`` is its
+# own id less its last ``.N``, and the variables an execution starts with are most often its
+# inputs. Such a value is written as ``0``, which neither ever is (a parent is a string, the
+# variables a mapping), and restored on decoding; the keys keep their order.
+_DERIVED = 0
+
+
+def _pack_detail(exec_id: str, detail: dict[str, Any]) -> dict[str, Any]:
+    parent = detail.get("parent")
+    same_parent = isinstance(parent, str) and "." in exec_id and parent == exec_id.rsplit(".", 1)[0]
+    variables = detail.get("variables")
+    same_vars = isinstance(variables, dict) and variables == detail.get("inputs")
+    if not same_parent and not same_vars:
+        return detail
+    out = dict(detail)
+    if same_parent:
+        out["parent"] = _DERIVED
+    if same_vars:
+        out["variables"] = _DERIVED
+    return out
+
+
+def _is_derived(value: Any) -> bool:
+    return type(value) is int and value == _DERIVED
+
+
+def _unpack_detail(exec_id: str, detail: dict[str, Any]) -> dict[str, Any]:
+    if _is_derived(detail.get("parent")):
+        detail["parent"] = exec_id.rsplit(".", 1)[0]
+    if _is_derived(detail.get("variables")):
+        inputs = detail.get("inputs")
+        detail["variables"] = dict(inputs) if isinstance(inputs, dict) else inputs
+    return detail
+
+
 def encode_log(entries: list[LogEntry]) -> bytes:
     """One transition's log entries as one line of an event log (``decode_log`` reads it)."""
     if not entries:
@@ -219,18 +254,24 @@ def encode_log(entries: list[LogEntry]) -> bytes:
         _Packed(_TYPE_CODE.get(e.type, e.type), _relative(e.execId, root), e.at - base,
                 e.blockId, e.blockType, e.durationMs, e.ok, e.error, e.matchedConditionId,
                 e.next, None if e.child is None else _relative(e.child, root), e.result,
-                e.detail, e.writes)
+                _pack_detail(e.execId, e.detail) if e.type == "started" and e.detail
+                else e.detail, e.writes)
         for e in entries]
     return state_encoder.encode(_Line(root, base, packed)) + b"\n"
 
 
 def _unpack(line: _Line) -> list[LogEntry]:
     root, base = line.root, line.at
-    return [LogEntry(_TYPE_NAME.get(p.type, p.type), _absolute(p.exec, root), base + p.at,
-                     p.blockId, p.blockType, p.durationMs, p.ok, p.error, p.matchedConditionId,
-                     p.next, None if p.child is None else _absolute(p.child, root), p.result,
-                     p.detail, p.writes)
-            for p in line.entries]
+    out = []
+    for p in line.entries:
+        kind, exec_id = _TYPE_NAME.get(p.type, p.type), _absolute(p.exec, root)
+        detail = (_unpack_detail(exec_id, p.detail) if kind == "started" and p.detail
+                  else p.detail)
+        out.append(LogEntry(kind, exec_id, base + p.at, p.blockId, p.blockType, p.durationMs,
+                            p.ok, p.error, p.matchedConditionId, p.next,
+                            None if p.child is None else _absolute(p.child, root), p.result,
+                            detail, p.writes))
+    return out
 
 
 def _decode_line(line: bytes) -> list[LogEntry]:

@@ -38,7 +38,7 @@ def test_a_line_names_its_root_and_its_time_once_and_is_smaller_than_the_previou
     entries = one_hop_entries()
     line = encode_log(entries)
     previous = msgspec.json.encode(entries) + b"\n"
-    assert line.count(ROOT.encode()) == 2  # the line's root, and the detail's "parent"
+    assert line.count(ROOT.encode()) == 1  # the child's "parent" is derived from its id
     assert line.count(b"1796197039") == 1
     assert len(line) < 0.6 * len(previous), (len(line), len(previous))
 
@@ -59,3 +59,18 @@ def test_an_entry_of_another_tree_or_an_unknown_type_keeps_its_whole_id_and_name
     entries = [LogEntry("started", ROOT, 5, blockId="a"),
                LogEntry("custom", "7-other", 3, child="7-other.4")]
     assert decode_log(encode_log(entries)) == entries
+
+
+def test_a_started_detail_that_repeats_the_parent_or_the_inputs_is_restored_in_its_order() -> None:
+    child = ROOT + ".2"
+    derived = LogEntry("started", child, 9, blockId="r", detail={
+        "publishedToolId": "child", "parent": ROOT, "inputs": {"n": "7"}, "defHash": "h",
+        "variables": {"n": "7"}})
+    kept = LogEntry("started", child + ".4", 9, blockId="r", detail={
+        "parent": ROOT, "inputs": {"n": "7"}, "variables": {"n": "8"}})
+    line = encode_log([derived, kept])
+    assert line.count(b'"n":"7"') == 2  # the first entry's variables are not written again
+    decoded = decode_log(line)
+    assert decoded == [derived, kept]
+    assert [list((e.detail or {}).items()) for e in decoded] == [
+        list((e.detail or {}).items()) for e in [derived, kept]]
