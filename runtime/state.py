@@ -151,16 +151,133 @@ class Transition(msgspec.Struct):
     done: list[str] = []
 
 
+class _Packed(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A ``LogEntry`` as a line of this version writes it: one-letter names, the execution
+    id relative to the line's root and the time relative to the line's first entry, so a
+    line carries each of them once (a one-hop tree's log was 1.4 KB, half of it names and
+    repeated ids). Defaults are left out; ``None`` stays distinct from ``0``."""
+
+    type: str = msgspec.field(name="t")
+    exec: str = msgspec.field(default="", name="e")  # "": the root; ".N...": root + this
+    at: int = msgspec.field(default=0, name="a")  # ms after the line's first entry
+    blockId: str | None = msgspec.field(default=None, name="b")
+    blockType: str | None = msgspec.field(default=None, name="y")
+    durationMs: int | None = msgspec.field(default=None, name="m")
+    ok: bool | None = msgspec.field(default=None, name="o")
+    error: ToolError | None = msgspec.field(default=None, name="x")
+    matchedConditionId: str | None = msgspec.field(default=None, name="k")
+    next: str | None = msgspec.field(default=None, name="n")
+    child: str | None = msgspec.field(default=None, name="c")  # relative, as ``exec``
+    result: str | None = msgspec.field(default=None, name="r")
+    detail: dict[str, Any] | None = msgspec.field(default=None, name="d")
+    writes: dict[str, Any] | None = msgspec.field(default=None, name="w")
+
+
+class _Line(msgspec.Struct, array_like=True):
+    """One transition's line: ``["<rootId>", <first entry's ms>, [entries...]]``. It starts
+    with ``["``, which no line of an earlier version does (``[{``, and ``{`` for a stream
+    entry of the version before), so ``decode_log`` tells them apart by their first bytes."""
+
+    root: str
+    at: int
+    entries: list[_Packed]
+
+
+# The entry types this runtime writes, as one letter on the wire; any other name (none
+# today) is written whole, and a whole name is never one letter long.
+_TYPE_CODE = {"started": "s", "block": "b", "spawned": "p", "finished": "f", "aborted": "a"}
+_TYPE_NAME = {code: name for name, code in _TYPE_CODE.items()}
+
 state_encoder = msgspec.json.Encoder()
 state_decoder = msgspec.json.Decoder(ExecState)
 step_decoder = msgspec.json.Decoder(StepMsg)
 _log_entry = msgspec.json.Decoder(LogEntry)
 _log_line = msgspec.json.Decoder(list[LogEntry])
+_packed_line = msgspec.json.Decoder(_Line)
+
+
+def _relative(exec_id: str, root: str) -> str:
+    if exec_id == root:
+        return ""
+    if exec_id.startswith(root) and exec_id[len(root):len(root) + 1] == ".":
+        return exec_id[len(root):]
+    return exec_id  # never in one tree's log; kept whole rather than lost
+
+
+def _absolute(rel: str, root: str) -> str:
+    # A whole execution id never starts with "." (ids are "N-<uuid>[.v...]").
+    return root if not rel else root + rel if rel[0] == "." else rel
+
+
+# A ``started`` entry's detail repeats what its line already says: a child's ``parent`` is its
+# own id less its last ``.N``, and the variables an execution starts with are most often its
+# inputs. Such a value is written as ``0``, which neither ever is (a parent is a string, the
+# variables a mapping), and restored on decoding; the keys keep their order.
+_DERIVED = 0
+
+
+def _pack_detail(exec_id: str, detail: dict[str, Any]) -> dict[str, Any]:
+    parent = detail.get("parent")
+    same_parent = isinstance(parent, str) and "." in exec_id and parent == exec_id.rsplit(".", 1)[0]
+    variables = detail.get("variables")
+    same_vars = isinstance(variables, dict) and variables == detail.get("inputs")
+    if not same_parent and not same_vars:
+        return detail
+    out = dict(detail)
+    if same_parent:
+        out["parent"] = _DERIVED
+    if same_vars:
+        out["variables"] = _DERIVED
+    return out
+
+
+def _is_derived(value: Any) -> bool:
+    return type(value) is int and value == _DERIVED
+
+
+def _unpack_detail(exec_id: str, detail: dict[str, Any]) -> dict[str, Any]:
+    if _is_derived(detail.get("parent")):
+        detail["parent"] = exec_id.rsplit(".", 1)[0]
+    if _is_derived(detail.get("variables")):
+        inputs = detail.get("inputs")
+        detail["variables"] = dict(inputs) if isinstance(inputs, dict) else inputs
+    return detail
 
 
 def encode_log(entries: list[LogEntry]) -> bytes:
     """One transition's log entries as one line of an event log (``decode_log`` reads it)."""
-    return state_encoder.encode(entries) + b"\n"
+    if not entries:
+        return b"[]\n"
+    root = entries[0].execId.split(".", 1)[0]
+    base = entries[0].at
+    packed = [
+        _Packed(_TYPE_CODE.get(e.type, e.type), _relative(e.execId, root), e.at - base,
+                e.blockId, e.blockType, e.durationMs, e.ok, e.error, e.matchedConditionId,
+                e.next, None if e.child is None else _relative(e.child, root), e.result,
+                _pack_detail(e.execId, e.detail) if e.type == "started" and e.detail
+                else e.detail, e.writes)
+        for e in entries]
+    return state_encoder.encode(_Line(root, base, packed)) + b"\n"
+
+
+def _unpack(line: _Line) -> list[LogEntry]:
+    root, base = line.root, line.at
+    out = []
+    for p in line.entries:
+        kind, exec_id = _TYPE_NAME.get(p.type, p.type), _absolute(p.exec, root)
+        detail = (_unpack_detail(exec_id, p.detail) if kind == "started" and p.detail
+                  else p.detail)
+        out.append(LogEntry(kind, exec_id, base + p.at, p.blockId, p.blockType, p.durationMs,
+                            p.ok, p.error, p.matchedConditionId, p.next,
+                            None if p.child is None else _absolute(p.child, root), p.result,
+                            detail, p.writes))
+    return out
+
+
+def _decode_line(line: bytes) -> list[LogEntry]:
+    if line[:2] == b'["':
+        return _unpack(_packed_line.decode(line))
+    return _log_line.decode(line)  # the previous version's line: a JSON array of LogEntry
 
 
 def decode_log(raw: bytes) -> list[LogEntry]:
@@ -168,8 +285,10 @@ def decode_log(raw: bytes) -> list[LogEntry]:
     event-log records (replay, traces, projections).
 
     * this version: a tree's log is one string of lines, one line per transition, each line
-      a JSON array of that transition's entries (``encode_log``);
-    * the previous version: one stream entry per log entry, its ``d`` field one JSON object.
+      ``["<rootId>", <ms>, [entries...]]`` with compact entries (``encode_log``, ``_Line``);
+    * the previous version: the same string of lines, each a JSON array of ``LogEntry``
+      objects; a tree a worker of that version started mixes both kinds of line;
+    * the version before: one stream entry per log entry, its ``d`` field one JSON object.
 
     Raises ``msgspec.DecodeError`` for anything else."""
     raw = raw.strip()
@@ -177,4 +296,4 @@ def decode_log(raw: bytes) -> list[LogEntry]:
         return []
     if raw[:1] == b"{":
         return [_log_entry.decode(raw)]
-    return [entry for line in raw.split(b"\n") if line for entry in _log_line.decode(line)]
+    return [entry for line in raw.split(b"\n") if line for entry in _decode_line(line)]
