@@ -21,6 +21,8 @@ async def test_every_command_gets_one_result_while_workers_are_killed_every_few_
     # The workers wrote a SQLite run history: every execution in it once, as its event says.
     assert report.history and report.history_rows == report.events - report.event_duplicates
     assert (report.history_missing, report.history_differ) == (0, 0)
+    # Replay after the kills: every tree still in Valkey re-decides as it was recorded.
+    assert report.replayed >= 500 and report.replay_differ == 0, report.notes
 
 
 async def test_every_execution_event_is_counted_once_by_the_projection_despite_kills(

@@ -45,6 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from chatflow.handlers.cli.replay_cmd import verify_recent
 from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.db import engine_for, upgrade
 from chatflow.handlers.history.runner import HISTORY_GROUP
@@ -234,6 +235,8 @@ class Report:
     history_rows: int = 0
     history_missing: int = 0  # executions in the stream without their row
     history_differ: int = 0  # rows that say another tool, status, duration or end
+    replayed: int = 0  # trees `chatflow replay --verify` re-ran over their recorded outcomes
+    replay_differ: int = 0  # trees whose record differs from what the machine decides now
 
     @property
     def history_ok(self) -> bool:
@@ -257,7 +260,7 @@ class Report:
     def ok(self) -> bool:
         return (self.results == self.executions and self.lost == 0 and self.duplicates == 0
                 and self.failed == 0 and self.wrong == 0 and self.event_duplicates == 0
-                and self.projection_ok and self.history_ok)
+                and self.projection_ok and self.history_ok and self.replay_differ == 0)
 
     def render(self) -> str:
         lines = [f"executions {self.executions}  results {self.results}  lost {self.lost}  "
@@ -271,6 +274,7 @@ class Report:
             lines.append(f"  history rows {self.history_rows}  missing {self.history_missing}  "
                          f"differ {self.history_differ}  (distinct execution events "
                          f"{self.events - self.event_duplicates})")
+        lines.append(f"  replay --verify: {self.replayed} trees re-run, {self.replay_differ} differ")
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("OK" if self.ok else "FAILED")
         return "\n".join(lines)
@@ -416,6 +420,10 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
         await check_projection(client, keys, plan, report)
         if history_url:
             await check_history(client, keys, history_url, report)
+        # Deterministic replay after kills: every tree's record re-decided by the machine.
+        replayed = await verify_recent(client, keys, 2 * executions + 1_000)
+        report.replayed, report.replay_differ = replayed.trees, len(replayed.differing)
+        report.notes.extend(f"replay differs: {root}: {why}" for root, why in replayed.differing[:3])
     finally:
         pool.stop()
         http.stop()
