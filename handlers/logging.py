@@ -40,7 +40,7 @@ def configure_logging(level: str | None = None, *, json: bool | None = None,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=(structlog.PrintLoggerFactory(stream) if stream is not None
+        logger_factory=(structlog.WriteLoggerFactory(stream) if stream is not None
                         else _StderrLoggerFactory()),
         cache_logger_on_first_use=stream is None,
     )
@@ -55,7 +55,10 @@ class _StderrLogger:
     """
 
     def msg(self, message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+        # One write per line: processes sharing a pipe (the supervisor's workers) must not
+        # interleave a line with another's (print writes the text and its newline apart).
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
 
     log = debug = info = warn = warning = error = critical = exception = fatal = msg
 

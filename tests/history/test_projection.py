@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -145,8 +146,10 @@ async def test_a_redelivered_or_replayed_event_is_stored_once(hist: Harness) -> 
 
 
 async def test_a_run_whose_log_expired_is_stored_without_a_trace(hist: Harness) -> None:
+    # A recent time: a run ended longer ago than the run retention (90 days) is pruned.
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
     event = {"toolId": "t-x", "publishedToolId": "pt-x", "durationMs": 12, "success": False,
-             "occurredAt": "2026-01-02T03:04:05.000+00:00", "executionId": "1-gone",
+             "occurredAt": now, "executionId": "1-gone",
              "rootExecutionId": "1-gone", "commandId": "cmd-gone", "errorCode": "tool_timeout"}
     await hist.client.xadd(hist.keys.executions, {"data": json.dumps(event)})
     await history_of(hist).wait_caught_up()
