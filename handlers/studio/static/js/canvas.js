@@ -65,6 +65,16 @@ export function createCanvas(container, options = {}) {
   editor.editor_mode = options.editable ? "edit" : "view";
   editor.zoom_min = 0.3;
   editor.force_first_input = true; // a connection dropped anywhere on a node connects to it
+  // A node the canvas redrew while the mouse held it (a drag begun just as an edit re-rendered)
+  // is let go: Drawflow would write the position of a node it no longer has, and throw.
+  const held = (ed) => ed.drag && ed.ele_selected && !ed.ele_selected.isConnected;
+  for (const name of ["position", "dragEnd"]) {
+    const original = editor[name];
+    editor[name] = function (e) {
+      if (held(this)) { this.drag = false; this.ele_selected = null; return undefined; }
+      return original.call(this, e);
+    };
+  }
   editor.start();
 
   let rendering = false;
