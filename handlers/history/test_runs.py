@@ -13,35 +13,25 @@ import json
 import time
 from typing import Any
 
-import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chatflow.runtime.state import LogEntry
-from chatflow.schemas.wire import ToolExecutionStreamEvent
 
-from .capture import Captured, capture, masked
+from .capture import Captured, capture, masked, parse_events
 from .writer import HistoryWriter
-
-_event = msgspec.json.Decoder(ToolExecutionStreamEvent)
 
 
 def captured_test_run(events: list[bytes], trace: list[LogEntry]) -> list[Captured]:
-    """History rows of one inline run: one per execution event it emitted, with its log."""
+    """History rows of one inline run: one per execution event it emitted, with its log
+    (the events read as the consumer reads stream entries, by the same parser)."""
     logs: dict[str, list[LogEntry]] = {}
     for entry in trace:
         logs.setdefault(entry.execId, []).append(entry)
     now = int(time.time() * 1000)
-    out = []
-    for raw in events:
-        try:
-            event = _event.decode(raw)
-        except msgspec.DecodeError:
-            continue  # the inline runner wrote it: nothing a caller could have put there
-        if not event.executionId:
-            continue
-        out.append(capture(event.executionId, event, now, logs.get(event.executionId),
-                           logs.get(event.rootExecutionId or event.executionId)))
-    return out
+    entries = [(b"0-0", {b"data": raw}) for raw in events]
+    return [capture(dedup, event, now, logs.get(event.executionId),
+                    logs.get(event.rootExecutionId or event.executionId))
+            for dedup, event, _ms in parse_events(entries) if event.executionId]
 
 
 async def record_test_run(engine: AsyncEngine, events: list[bytes], trace: list[LogEntry],
