@@ -236,6 +236,27 @@ class Driver:
         return time.perf_counter() - started, lat
 
 
+async def drained(client: Any, prefix: str, timeout_s: float = 60.0) -> None:
+    """Wait until every consumer group of the run's streams has no entry left unread or
+    unacked (a bench's polling, not a test's synchronisation)."""
+    streams = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000, _type="stream")]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        busy = False
+        for stream in streams:
+            for group in await client.xinfo_groups(stream):
+                lag = group.get("lag")
+                if lag is None:  # unknown after XDELs: compare with the stream's last id
+                    info = await client.xinfo_stream(stream)
+                    lag = group.get("last-delivered-id") != info.get("last-generated-id")
+                if group.get("pending") or lag:
+                    busy = True
+        if not busy:
+            return
+        await asyncio.sleep(0.05)
+    print(f"warning: {prefix} not drained after {timeout_s:.0f} s", file=sys.stderr)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -268,6 +289,10 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         trips0 = counts.total()
         cpu0, server0 = cpu_of(ps), cpu_of(server)
         seconds, lat = await driver.run(pt, executions, 512)
+        # The last result is not the end of the work: the execution-log projection (and a
+        # relay, on a cluster) may still be reading behind it. CPU is read once every group
+        # has read and acked everything, so their work is in the figures.
+        await drained(client, prefix)
         cpu, server_cpu = cpu_of(ps) - cpu0, cpu_of(server) - server0
         await asyncio.sleep(0.25)  # the counters' files are rewritten every 100 ms
         trips = counts.total() - trips0

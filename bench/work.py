@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 IDLE_WINDOW_S = 5.0
-_METER_COMMANDS = {"client|list", "config|resetstat", "info"}  # the meter's own calls
+_METER_COMMANDS = {"client|list", "config|resetstat", "info", "scan", "xinfo|groups",
+                   "xinfo|stream"}  # the meter's and the drain's own calls
 
 
 @dataclass
