@@ -248,7 +248,7 @@ async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkReq
                                 ttl_s=svc.settings.state_ttl_s,
                                 reply_allowed=svc.settings.reply_allowed())
     except ForkRefused as exc:
-        raise Invalid(str(exc)) from exc
+        raise Invalid(str(exc), code=exc.code) from exc
     forked_from = {"executionId": execution_id, "blockId": body.fromBlockId}
     started = {"commandId": fork.command.commandId, "publishedToolId": fork.published_tool_id,
                "replyTo": fork.reply_to, "forkedFrom": forked_from}

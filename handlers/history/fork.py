@@ -27,13 +27,88 @@ from chatflow.runtime.errors import ChatflowError
 from chatflow.schemas.wire import ExecuteToolCommand
 
 from ..keys import Keys
+from ..redaction import MASK
 from ..redis_client import Client
 
 FORK_PREFIX = "fork:"
+MAX_NAMED = 10  # masked places named in one refusal; the rest are counted
 
 
 class ForkRefused(ChatflowError):
-    """Raised when a fork cannot start: a block the run never reached, a bad definition."""
+    """Raised when a fork cannot start: a block the run never reached, a bad definition, a
+    secret the record only holds masked."""
+
+    def __init__(self, message: str, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def masked_places(value: Any, path: str = "", depth: int = 0) -> list[str]:
+    """Where ``value`` holds a value the history masked (``***``, whole or inside a text such
+    as ``Bearer ***``): dotted paths. The record never had the secret, so a fork that ran
+    with these would send the mask itself, e.g. as an Authorization header."""
+    if depth > 64:  # JSON that deep is not a tool's; nothing there is looked at
+        return []
+    if isinstance(value, str):
+        return [path or "$"] if MASK in value else []
+    if isinstance(value, dict):
+        return [p for k, v in value.items()
+                for p in masked_places(v, f"{path}.{k}" if path else str(k), depth + 1)]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in masked_places(v, f"{path}[{i}]", depth + 1)]
+    return []
+
+
+def _named(places: list[str]) -> str:
+    more = len(places) - MAX_NAMED
+    return ", ".join(places[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _targets(value: Any, depth: int = 0) -> list[str]:
+    """Every ``blockId`` a block's JSON points at (its default output, its conditions')."""
+    if depth > 64:
+        return []
+    if isinstance(value, dict):
+        own = [value["blockId"]] if isinstance(value.get("blockId"), str) else []
+        return own + [t for v in value.values() for t in _targets(v, depth + 1)]
+    if isinstance(value, list):
+        return [t for v in value for t in _targets(v, depth + 1)]
+    return []
+
+
+def reachable(blocks: dict[str, Any], start: str) -> set[str]:
+    """The blocks a run starting at ``start`` can reach."""
+    seen, todo = set(), [start]
+    while todo:
+        block_id = todo.pop()
+        if block_id in seen or block_id not in blocks:
+            continue
+        seen.add(block_id)
+        todo += _targets(blocks[block_id])
+    return seen
+
+
+def refuse_masked(variables: dict[str, Any], definition: dict[str, Any] | None,
+                  from_block: str) -> None:
+    """Refuse a fork that would run with masked secrets: variables still ``***`` after the
+    caller's values were laid over them, or masked values (header values) in a block of the
+    recorded definition the fork can reach (``definition`` is None when the caller chose a
+    definition of their own)."""
+    masked = masked_places(variables)
+    if masked:
+        raise ForkRefused(
+            f"variables {_named(masked)} hold values masked when the run was recorded "
+            "(secrets are never stored in the history): pass their real values in "
+            "`variables`", code="fork_needs_secrets")
+    if definition is not None and isinstance(definition.get("blocks"), dict):
+        ahead = reachable(definition["blocks"], from_block)
+        blocks = sorted(b for b in ahead if masked_places(definition["blocks"][b]))
+        if blocks:
+            raise ForkRefused(
+                f"the definition as this run used it was recorded with secret values masked "
+                f"(blocks {_named(blocks)}): fork with `definition` \"draft\" (the tool's "
+                "current draft) or a JSON definition that carries them",
+                code="fork_needs_secrets")
 
 
 def origin_of(published_tool_id: str) -> str:
@@ -79,6 +154,7 @@ async def start_fork(client: Client, keys: Keys, run: dict[str, Any], *, from_bl
         raise ForkRefused(f"fromBlockId {from_block!r}: the definition has no such block")
     start = variables_at(run["steps"], from_block)
     start.update(variables or {})
+    refuse_masked(start, chosen if definition is None else None, from_block)
     fork_id = uuid.uuid4().hex[:12]
     origin = origin_of(str(run["publishedToolId"]))
     pt = f"{FORK_PREFIX}{origin}:{fork_id}"

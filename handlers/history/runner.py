@@ -27,9 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..keys import HISTORY_GROUP, Keys
 from ..projections.progress import GroupProgress
+from ..redaction import redact_definition
 from ..redis_client import Client, Entry
 from ..settings import Settings
-from .capture import Captured, capture, masked, parse_events, read_logs
+from .capture import Captured, capture, parse_events, read_logs
 from .db import HistoryError, check, engine_for, upgrade
 from .fork import origin_of
 from .writer import HistoryWriter
@@ -118,8 +119,9 @@ class HistoryProjection:
             if blob is None:
                 continue
             try:
-                # Static header values of an httpCall may be credentials: masked here too.
-                out[str(digest)] = masked(json.loads(blob))
+                # Static header values of an httpCall may be credentials: masked here too (a
+                # value that is only a {{variable}} reference holds none, and is kept).
+                out[str(digest)] = redact_definition(json.loads(blob))
             except ValueError:
                 continue
         return out

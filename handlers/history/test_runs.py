@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from chatflow.runtime.state import LogEntry
 
-from .capture import Captured, capture, masked, parse_events
+from ..redaction import redact_definition
+from .capture import Captured, capture, parse_events
 from .writer import HistoryWriter
 
 
@@ -43,7 +44,8 @@ async def record_test_run(engine: AsyncEngine, events: list[bytes], trace: list[
     digest, data = definition
     defs: dict[str, Any] = {}
     if digest and data:
-        # Static header values of an httpCall may be credentials: masked, as the consumer does.
-        defs[digest] = masked(json.loads(data))
+        # Static header values of an httpCall may be credentials: masked, as the consumer does
+        # (a value that is only a {{variable}} reference is kept).
+        defs[digest] = redact_definition(json.loads(data))
     await HistoryWriter(engine).write(captured, defs)
     return True

@@ -3,6 +3,8 @@ normal runtime (real worker, real API, SQLite history)."""
 
 from __future__ import annotations
 
+import json
+
 from tests.api.support import Api
 from tests.core.tools import http, ret, script, to, tool
 from tests.harness import Harness
@@ -74,6 +76,65 @@ async def test_a_fork_is_refused_for_an_unreached_block_a_viewer_and_a_missing_r
     await api.fails("POST", "/executions/0-none/fork", 404, json={"fromBlockId": "r"})
     async with api.as_key(await api.new_key(role="viewer")) as viewer:
         assert (await viewer.post(path, json={"fromBlockId": "r"})).status_code == 403
+
+
+async def test_a_fork_that_would_run_with_masked_secrets_is_refused_naming_them(
+        both: tuple[Harness, Api], http_server: LoopbackServer) -> None:
+    h, api = both
+    http_server.route("GET", "/me", {"me": "ana"})
+    me = http("h", http_server.base + "/me", to("s"), headers={"Authorization": "Bearer s3cr3t"},
+              responseStatusVariable="st")
+    await h.put_tool("pt-m", tool("h", me, script("s", "return 'key ' + apiToken", "v", to("r"),
+                                                  inputs={"apiToken": "{{apiToken}}"}),
+                                  ret("r", "{{v}}")))
+    original = await h.run("pt-m", inputs={"apiToken": "tok-1"})
+    assert original.ok and original.result == "key tok-1"
+    await caught_up(h)
+    path = f"/executions/{original.executionId}/fork"
+
+    # The history holds the token and the header only as ***: running with them would send
+    # "***" as a secret. Both refusals name what is missing and how to supply it.
+    body = await api.fails("POST", path, 400, json={"fromBlockId": "s"})
+    assert body["error"] == "fork_needs_secrets" and "apiToken" in body["message"]
+    body = await api.fails("POST", path, 400, json={"fromBlockId": "h",
+                                                    "variables": {"apiToken": "tok-2"}})
+    assert body["error"] == "fork_needs_secrets" and "blocks h" in body["message"]
+    assert len(http_server.requests) == 1  # neither refusal ran anything
+
+    forked = await api.ok("POST", path, params={"wait": "true"},
+                          json={"fromBlockId": "s", "variables": {"apiToken": "tok-2"}})
+    assert forked["result"]["result"] == "key tok-2"
+    fixed = tool("h", me, script("s", "return 'again ' + apiToken", "v", to("r"),
+                                 inputs={"apiToken": "{{apiToken}}"}), ret("r", "{{v}}"))
+    forked = await api.ok("POST", path, params={"wait": "true"},
+                          json={"fromBlockId": "h", "variables": {"apiToken": "tok-3"},
+                                "definition": fixed})
+    assert forked["result"]["result"] == "again tok-3"
+    assert http_server.requests[-1].headers["authorization"] == "Bearer s3cr3t"
+
+
+async def test_a_header_that_only_names_a_variable_is_kept_so_the_fork_runs_as_recorded(
+        both: tuple[Harness, Api], http_server: LoopbackServer) -> None:
+    h, api = both
+    http_server.route("GET", "/me", {"me": "ana"})
+    await h.put_tool("pt-v", tool("h", http("h", http_server.base + "/me", to("r"),
+                                            headers={"Authorization": "Bearer {{token}}"},
+                                            responseStatusVariable="st"),
+                                  ret("r", "{{st}}")))
+    original = await h.run("pt-v", inputs={"token": "tok-1"})
+    assert original.ok
+    await caught_up(h)
+    run = await api.ok("GET", f"/executions/{original.executionId}/history")
+    recorded = run["published"]["definition"]["blocks"]["h"]["headers"]
+    assert recorded == {"Authorization": "Bearer {{token}}"}  # a reference, no secret in it
+    assert "tok-1" not in json.dumps(run)
+    path = f"/executions/{original.executionId}/fork"
+    body = await api.fails("POST", path, 400, json={"fromBlockId": "h"})
+    assert "variables token" in body["message"]
+    forked = await api.ok("POST", path, params={"wait": "true"},
+                          json={"fromBlockId": "h", "variables": {"token": "tok-2"}})
+    assert forked["result"]["result"] == "200"
+    assert http_server.requests[-1].headers["authorization"] == "Bearer tok-2"
 
 
 async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) -> None:

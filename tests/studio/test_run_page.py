@@ -123,7 +123,13 @@ async def test_a_user_who_knows_a_contact_and_a_time_finds_the_failed_run_and_fo
     variables = block.get_by_label("Variables at block fetch (JSON)")
     at_block = json.loads(await variables.input_value())
     assert at_block["oid"] == "bad" and at_block["orderId"] == " bad "
+    assert at_block["token"] == "***"  # the history never held the secret
+    await expect(block.get_by_role("note")).to_contain_text("type the values of token")
     await variables.fill(json.dumps({**at_block, "oid": "b2"}))
+    await block.get_by_role("button", name="Run from fetch").click()
+    await expect(block.get_by_role("alert")).to_contain_text("variables token")
+    assert seen == ["a1", "bad"]  # refused: "Bearer ***" was never sent
+    await variables.fill(json.dumps({**at_block, "oid": "b2", "token": SECRET}))
     await block.get_by_role("button", name="Run from fetch").click()
     fork = page.get_by_role("region", name="Fork answer")
     await expect(fork).to_contain_text("shipped b2")
@@ -218,7 +224,8 @@ async def test_run_from_here_runs_the_current_draft_and_names_a_bad_pasted_defin
     await drawing.get_by_role("button", name=re.compile(r"^block fetch ")).click()
     block = page.get_by_role("region", name="Block fetch")
     await block.get_by_text("Run from here").click()
-    await block.get_by_label("Variables at block fetch (JSON)").fill('{"oid": "b3"}')
+    await block.get_by_label("Variables at block fetch (JSON)").fill(
+        json.dumps({"oid": "b3", "token": SECRET}))
     await block.get_by_label("Pasted JSON").check()
     await block.get_by_label("Definition (JSON)").fill('{"blocks": ')
     await block.get_by_role("button", name="Run from fetch").click()

@@ -150,8 +150,14 @@ function forkControl(view, blockId, seen) {
     return h("label", { class: "check" }, input, ` ${label}`);
   };
   const pasted = h("textarea", { rows: 6, name: "definition", class: "code", spellcheck: "false", placeholder: '{"onboardingBlockId": …, "blocks": {…}}' });
+  // The history stores secrets only as "***" (history/fork.py refuses to run with them).
+  const masked = Object.keys(seen).filter((k) => JSON.stringify(seen[k]).includes("***"));
+  const note = masked.length
+    ? h("p", { class: "muted", role: "note" }, `Secrets are not kept in the history: type the values of ${masked.join(", ")} (shown as ***) before running.`)
+    : null;
   const form = h("form", { class: "fork", "aria-label": `Run from block ${blockId}` },
     field(`Variables at block ${blockId} (JSON)`, vars, "The variables the run had when it reached this block; change any before running."),
+    note,
     h("fieldset", {}, h("legend", {}, "Definition"),
       choice("ran", "As it ran", true), choice("draft", "The current draft", false), choice("json", "Pasted JSON", false),
       field("Definition (JSON)", pasted, "Used when \"Pasted JSON\" is chosen.")),
