@@ -82,7 +82,8 @@ def test_the_alerts_cover_the_failures_operators_must_hear_about() -> None:
         "ChatflowNoWorkers", "ChatflowWorkersDown", "ChatflowBacklog",
         "ChatflowConsumerGroupStuck", "ChatflowPendingGrowing", "ChatflowErrorRateHigh",
         "ChatflowTimeouts", "ChatflowLatencyObjective", "ChatflowDeadLetters",
-        "ChatflowWorkersNotReady", "ValkeyDown", "ValkeyMemoryNearMax", "ValkeyRejectingWrites"}
+        "ChatflowWorkersNotReady", "ChatflowExecutionsTrimmedUnread", "ValkeyDown",
+        "ValkeyMemoryNearMax", "ValkeyRejectingWrites"}
     rules = {r["alert"]: r for g in yaml.safe_load(ALERTS.read_text())["groups"]
              for r in g["rules"]}
     assert "chatflow_stream_lag" in rules["ChatflowBacklog"]["expr"]
