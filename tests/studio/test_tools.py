@@ -179,3 +179,28 @@ async def test_trash_restores_and_shows_the_409_naming_the_callers(studio: Studi
     await page.get_by_role("link", name="Tools").click()
     listed = page.get_by_role("table", name="Custom tools").get_by_role("link", name="Callee")
     await expect(listed).to_be_visible()
+
+
+async def test_a_tool_nobody_calls_is_deleted_permanently_after_the_confirmation(
+        studio: Studio) -> None:
+    page = studio.page
+    lonely = {"onboardingBlockId": "r", "blocks": {"r": {"type": "return", "id": "r", "value": "hi"}}}
+    await studio.ok("POST", "/tools", 201, json={"id": "t-lonely", "name": "Lonely", "definition": lonely})
+    await studio.ok("POST", "/tools/t-lonely/publish")
+
+    await studio.sign_in()
+    await page.get_by_role("link", name="Lonely").click()
+    await page.get_by_role("button", name="Move to trash").click()
+    await page.get_by_role("dialog").get_by_role("button", name="Move to trash").click()
+    await expect(page.get_by_role("heading", name="Trash")).to_be_visible()
+    await page.get_by_role("button", name="Delete Lonely permanently").click()
+    await page.get_by_role("dialog", name="Delete Lonely permanently?").get_by_role(
+        "button", name="Delete permanently").click()
+    await expect(page.get_by_role("status")).to_contain_text("Deleted Lonely for good")
+    await expect(page.get_by_role("table", name="Custom tools").get_by_role(
+        "link", name="Lonely")).to_have_count(0)
+    response = await studio.http.get("/tools/t-lonely")
+    assert response.status_code == 404, response.text
+    await page.goto(f"{studio.url}#/trash")
+    await expect(page.get_by_role("heading", name="Trash")).to_be_visible()
+    await expect(page.get_by_role("button", name="Delete Lonely permanently")).to_have_count(0)
