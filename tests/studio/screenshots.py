@@ -160,3 +160,27 @@ async def test_screenshot_an_endpoint_test(studio: Studio, answering: LoopbackSe
     await test.get_by_role("button", name="Run test").click()
     await expect(test.get_by_role("table", name="Response headers")).to_be_visible()
     await shot(page, "server-test", full=True)
+
+
+async def test_screenshot_live_debug_and_an_executions_log(studio: Studio) -> None:
+    from tests.studio.test_live import HTML, calling, publish, returning
+
+    page = studio.page
+    callee = await publish(studio, "t-inner", returning(HTML), "Inner")
+    outer = await publish(studio, "t-outer", calling(callee, "t-inner"), "Outer")
+    await studio.sign_in()
+    await page.get_by_role("link", name="Live debug").click()
+    await page.get_by_label("Contact id").fill("5511988887777")
+    await page.get_by_role("button", name="Open").click()
+    await page.get_by_label("Debug on for this contact").check()
+    await expect(page.locator(".badge")).to_have_text("live")
+    result = await studio.harness.run(outer, contact="5511988887777")
+    assert result.ok and result.executionId
+    events = page.get_by_role("list", name="Debug events of 5511988887777")
+    count = await studio.harness.client.xlen(studio.harness.keys.debug("5511988887777"))
+    await expect(events.get_by_role("listitem")).to_have_count(count)
+    await shot(page, "live-debug", full=True)
+
+    await page.goto(f"{studio.url}#/executions/{result.executionId}")
+    await expect(page.get_by_text("every transition matches the record.")).to_be_visible()
+    await shot(page, "execution", full=True)
