@@ -80,70 +80,89 @@ class RunAhead:
     async def carry(self, partition: int,
                     transitions: Sequence[Transition | None]) -> list[Transition | None]:
         """``transitions`` (one per step of a batch; None for nothing to commit) carried on:
-        settled, then in rounds, each round resuming waiting parents and running one inert
-        block per transition, all of them concurrently. What is left (an httpCall, a
-        callAI...) stays a step entry for the next hop. The rounds stop after ``budget_ms``,
-        so the other entries of a batch are not held for long. The input is not changed."""
+        advanced, then in rounds, each round resuming waiting parents it had to load and
+        running one inert block per transition, all of them concurrently. What is left (an
+        httpCall, a callAI...) stays a step entry for the next hop. The rounds stop after
+        ``budget_ms``, so the other entries of a batch are not held for long. The input is
+        not changed."""
         now = self.clock()
         carried = [None if t is None else _Carried(t) for t in transitions]
-        for c in carried:
-            if c is not None:
-                self._settle(c, now)
+        live = [c for c in carried if c is not None]
+        for c in live:
+            self._advance(c, now, resume=True)
         limits = self.machine.limits
         until = self.clock() + self.budget_ms
         for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
-            await self._resume_parents(partition, carried, self.clock())
+            if self.load_states is not _known_only:
+                # Only a parent this transition did not write is still waiting here (one it
+                # wrote was resumed by ``_advance``): those are read, one call for all.
+                await self._resume_loaded(partition, live)
             now = self.clock()
             if now >= until or (self.run_block is None and self.run_blocks is None):
                 break  # a long chain of slow scripts: the rest goes on as step entries
-            work: list[tuple[_Carried, int, ExecState, RunnableBlock]] = []
-            for c in carried:
-                found = None if c is None else self._next_inert(c, now)
-                if c is not None and found is not None:
-                    work.append((c, *found))
+            # The inert block ``_advance`` found for each, unless the tree's deadline passed
+            # since it was planned (planning then aborts: the step waits for the next hop).
+            work = [(c, c.inert) for c in live
+                    if c.inert is not None and now <= c.inert[1].deadlineMs]
             if not work:
                 break
-            run_block = self.run_block
-            if self.run_blocks is not None:
-                done = await self.run_blocks([(state, block) for _, _, state, block in work])
-            elif run_block is None:
-                break
-            elif len(work) == 1:  # the usual case: no task, no trip round the event loop
-                _, _, state, block = work[0]
-                done = [await run_block(state, block)]
-            else:
-                done = await asyncio.gather(*(run_block(state, block)
-                                              for _, _, state, block in work))
+            done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
-            for (c, si, _, _), outcome in zip(work, done, strict=True):
-                c.fuse(si, outcome)
-                self._settle(c, now)
+            for (c, (step, _, _)), outcome in zip(work, done, strict=True):
+                c.fuse(_index(c.steps, step), outcome)
+                self._advance(c, now, resume=True)
         return [None if c is None else c.transition() for c in carried]
+
+    async def _run(self, blocks: list[tuple[ExecState, RunnableBlock]]) -> list[Transition]:
+        """Run one round's inert blocks (one per carried transition): all at once, in order."""
+        if self.run_blocks is not None:
+            return await self.run_blocks(blocks)
+        run_block = self.run_block
+        assert run_block is not None  # carry checked that one of the two is given
+        if len(blocks) == 1:  # the usual case: no task, no trip round the event loop
+            return [await run_block(*blocks[0])]
+        return list(await asyncio.gather(*(run_block(state, block) for state, block in blocks)))
 
     def settle(self, t: Transition, now: int) -> Transition:
         """``t`` with every next block that needs no I/O (a return, or a guardrail that ends
         the tool) decided inside it. Pure: ``t`` is not changed."""
         carried = _Carried(t)
-        self._settle(carried, now)
+        self._advance(carried, now, resume=False)
         return carried.transition()
 
-    def _settle(self, c: _Carried, now: int) -> None:
-        """Decide in ``c`` every run step whose next block needs no I/O, in one pass.
+    def _advance(self, c: _Carried, now: int, *, resume: bool) -> None:
+        """Decide in ``c``, in one pass, every step that needs no I/O: a run step whose next
+        block is a ``return`` or a guardrail that ends the tool, and (with ``resume``) a
+        child's ``resume`` step whose waiting parent ``c`` itself wrote. Notes in
+        ``c.inert`` the first run step whose next block is inert, for the next round.
 
-        A settled step's transition ends its execution, so it adds no run step and changes
-        no other execution's state: a step planned to a block stays planned to it, and the
-        pass goes on from the index it fused at instead of starting over."""
-        fused, limit = 0, self.machine.limits.max_hops + 1
+        A fused step is replaced by the steps its transition made, at the end of the list,
+        so the pass goes on from the index it fused at instead of starting over, and a step
+        planned once stays planned (``_plan``)."""
+        fused = 0
+        limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
         steps = c.steps
+        c.inert = None
         i = 0
         while i < len(steps) and fused < limit:
-            planned = self._plan(c, steps[i], now)
+            step = steps[i]
+            if step.kind == "resume":
+                parent = c.writes.get(step.exec_id) if resume else None
+                if parent is not None and self._resume_inline(c, i, step, parent, now):
+                    steps = c.steps  # the first fuse gives ``c`` lists of its own
+                    fused += 1
+                else:
+                    i += 1
+                continue
+            planned = self._plan(c, step, now)
             if isinstance(planned, Transition):
                 c.fuse(i, planned)
-                steps = c.steps  # the first fuse gives ``c`` lists of its own
+                steps = c.steps
                 fused += 1
-            else:
-                i += 1
+                continue
+            if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
+                c.inert = (step, c.writes[step.exec_id], planned)
+            i += 1
 
     def _plan(self, c: _Carried, step: StepMsg, now: int) -> RunnableBlock | Transition | None:
         """What the machine plans for ``step`` of ``c`` (None: not a run step ``c`` can
@@ -164,44 +183,24 @@ class RunAhead:
             c.planned[key] = planned
         return planned
 
-    def _next_inert(self, c: _Carried, now: int) -> tuple[int, ExecState, RunnableBlock] | None:
-        """The first run step of ``c`` whose next block is inert, with its state."""
-        for i, step in enumerate(c.steps):
-            planned = self._plan(c, step, now)
-            if planned is not None and not isinstance(planned, Transition) \
-                    and planned.type in INERT_BLOCKS:
-                return i, c.writes[step.exec_id], planned
-        return None
-
-    async def _resume_parents(self, partition: int, carried: list[_Carried | None],
-                              now: int) -> None:
-        """A child that finished hands its parent a ``resume`` step; continue the parent in
-        the same commit instead, up the tree while it can. A parent this very transition
-        wrote (it spawned the child) is taken from it; others are loaded, one call for all."""
+    async def _resume_loaded(self, partition: int, live: list[_Carried]) -> None:
+        """A finished child's ``resume`` step whose parent ``c`` did not write: the parents
+        are loaded, one call for all, and continued in the same commit, up the tree while
+        it can."""
         for _ in range(self.machine.limits.max_depth + 1):
-            wanted: list[tuple[_Carried, str, ExecState | None]] = []
-            for c in carried:
-                if c is None:
-                    continue
-                for step in c.steps:
-                    if step.kind == "resume":
-                        wanted.append((c, step.exec_id, c.writes.get(step.exec_id)))
+            wanted = [(c, i, step) for c in live for i, step in enumerate(c.steps)
+                      if step.kind == "resume"]
             if not wanted:
                 return
-            parents = await self._parents(partition, [(e, w) for _, e, w in wanted])
-            progressed = False
-            for (c, _, _), parent in zip(wanted, parents, strict=True):
-                definition = self.definitions(parent.defHash) if parent else None
-                if parent is None or definition is None:
-                    continue
-                try:
-                    resumed = self._resume_inline(c, parent, definition, now)
-                except Exception as exc:  # leave the resume step to run on its own
-                    log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
-                    continue
-                if resumed:
-                    self._settle(c, now)
-                    progressed = True
+            parents = await self._parents(
+                partition, [(step.exec_id, c.writes.get(step.exec_id)) for c, _, step in wanted])
+            now = self.clock()
+            progressed = set()
+            for (c, i, step), parent in zip(wanted, parents, strict=True):
+                if parent is not None and id(c) not in progressed \
+                        and self._resume_inline(c, i, step, parent, now):
+                    progressed.add(id(c))  # its indexes moved: its other steps wait a turn
+                    self._advance(c, now, resume=True)
             if not progressed:
                 return
 
@@ -209,22 +208,34 @@ class RunAhead:
                        wanted: list[tuple[str, ExecState | None]]) -> list[ExecState | None]:
         parents = [known for _, known in wanted]
         if None not in parents:
-            # The usual case: the child's own transition wrote its parent (it spawned it in
-            # this hop), so there is nothing to read and no call to ``load_states`` to await.
-            return parents
+            return parents  # nothing to read: no call to ``load_states`` to await
         return await self.load_states(partition, wanted)
 
-    def _resume_inline(self, c: _Carried, parent: ExecState, definition: ToolDefinition,
+    def _resume_inline(self, c: _Carried, index: int, step: StepMsg, parent: ExecState,
                        now: int) -> bool:
-        """Replace in ``c`` a child's ``resume`` step for ``parent`` by the parent's own
-        transition, guarded by the parent's version; False when ``c`` has no such step."""
-        for i, step in enumerate(c.steps):
-            if (step.kind == "resume" and step.exec_id == parent.execId and step.child is not None
-                    and parent.version == step.version and parent.status == "waiting"):
-                resumed = self.machine.after_child(parent, definition, step.child, now)
-                c.fuse(i, resumed)  # only once the machine decided: a raise leaves ``c`` as is
-                return True
-        return False
+        """Replace ``c``'s ``resume`` step ``index`` by the parent's own transition, guarded by
+        the parent's version; False when the parent does not wait for it or cannot go on."""
+        if (step.child is None or parent.execId != step.exec_id
+                or parent.version != step.version or parent.status != "waiting"):
+            return False
+        definition = self.definitions(parent.defHash)
+        if definition is None:
+            return False
+        try:
+            resumed = self.machine.after_child(parent, definition, step.child, now)
+        except Exception as exc:  # leave the resume step to run on its own
+            log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
+            return False
+        c.fuse(index, resumed)  # only once the machine decided: a raise leaves ``c`` as is
+        return True
+
+
+def _index(steps: list[StepMsg], step: StepMsg) -> int:
+    """Where ``step`` itself is in ``steps`` (steps are compared by identity: two may be equal)."""
+    for i, s in enumerate(steps):
+        if s is step:
+            return i
+    raise ValueError("step not in its transition")  # never: only ``_advance`` moves steps
 
 
 class _Carried:
@@ -236,7 +247,7 @@ class _Carried:
     ``planned`` remembers the block planned for each run step (see ``RunAhead._plan``)."""
 
     __slots__ = ("also_expect", "definitions", "done", "emits", "expect", "finishes_root",
-                 "given", "log", "owned", "planned", "steps", "writes")
+                 "given", "inert", "log", "owned", "planned", "steps", "writes")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
@@ -255,6 +266,9 @@ class _Carried:
         self.finishes_root = t.finishes_root
         self.done = t.done
         self.planned: dict[tuple[str, int], RunnableBlock] = {}
+        # The first run step whose next block is inert, its state and the block: the next
+        # round runs it (``RunAhead._advance`` notes it).
+        self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None
 
     def running(self, step: StepMsg) -> ExecState | None:
         """The state a ``run`` step would advance, if this transition wrote it and it runs."""
