@@ -123,30 +123,35 @@ class Machine:
 
     # -- one step --------------------------------------------------------------
 
-    def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> RunnableBlock | Transition:
+    def plan(self, state: ExecState, definition: ToolDefinition, now: int, *,
+             into: Transition | None = None) -> RunnableBlock | Transition:
         """The block to run next, or the Transition when a guardrail ends the run first.
         Only an ending copies the state: planning a block to run (the usual case, and what
-        run-ahead asks of every step) reads it and nothing more."""
+        run-ahead asks of every step) reads it and nothing more.
+
+        ``into``: a transition being built (run-ahead's), to add the decision to instead of a
+        new one; it is returned then, and its ``expect`` stays the caller's. (A fatal failure
+        still returns a transition of its own: see ``_finish``.)"""
         if now > state.deadlineMs:
             return self._abort(_own(state), errors.tool_timeout(
-                state.root.action.publishedToolId, self.limits.tool_timeout_ms), now)
+                state.root.action.publishedToolId, self.limits.tool_timeout_ms), now, into)
         block = definition.blocks.get(state.block)
         if block is None:
             return self._fail(_own(state), errors.tool_block_invalid(state.block, state.publishedToolId),
-                              now)
+                              now, into)
         if isinstance(block, UnknownBlock):
             return self._fail(_own(state), errors.tool_block_type_unknown(
-                state.publishedToolId, state.block, block.type), now)
+                state.publishedToolId, state.block, block.type), now, into)
         if state.hops >= self.limits.max_hops:
             return self._fail(_own(state), errors.tool_loop(state.publishedToolId, self.limits.max_hops),
-                              now)
+                              now, into)
         if isinstance(block, ReturnBlock):
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
             except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
-                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now)
-            t = Transition(expect=(state.execId, state.version))
+                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now, into)
+            t = Transition(expect=(state.execId, state.version)) if into is None else into
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
                                            None, 0, now))
@@ -161,9 +166,10 @@ class Machine:
         return self._after_block(_own(state), block, outcome, now)
 
     def _after_block(
-        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
+        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
+        into: Transition | None = None,
     ) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         if outcome.writes:  # a new dict: the caller's state keeps its own
             state.variables = {**state.variables, **outcome.writes}
         t.emits.extend(outcome.emits)
@@ -229,7 +235,8 @@ class Machine:
         return self._continue(child, t)
 
     def after_child(self, state: ExecState, definition: ToolDefinition, child: ChildOutcome,
-                    now: int) -> Transition:
+                    now: int, *, into: Transition | None = None) -> Transition:
+        """The parent's transition once its child ended (``into``: as ``plan``'s)."""
         block = definition.blocks[state.waitingOn or ""]
         assert isinstance(block, CallToolBlock)  # only a callTool block waits on a child
         state = _own(state)
@@ -250,7 +257,7 @@ class Machine:
             outcome = BlockOutcome(writes={block.outputVariable: ""},
                                    error=ToolFailure(error.code, error.message),
                                    duration_ms=child.durationMs)
-        return self._after_block(state, block, outcome, now)
+        return self._after_block(state, block, outcome, now, into)
 
     def load_failure(self, state: ExecState, block: CallToolBlock, failure: ToolFailure,
                      now: int) -> Transition:
@@ -262,8 +269,9 @@ class Machine:
         """End the whole tree now (deadline, cancellation): the root answers at once."""
         return self._abort(_own(state), failure, now)
 
-    def _abort(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+    def _abort(self, state: ExecState, failure: ToolFailure, now: int,
+               into: Transition | None = None) -> Transition:
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         state.status = "done"
         state.version += 1
         t.writes.append(state)
@@ -284,7 +292,9 @@ class Machine:
     # -- internals -------------------------------------------------------------
 
     def _spawn_guard(self, state: ExecState, child_pt: str) -> ToolFailure | None:
-        if child_pt in state.chain:
+        # The chain's names compared in place: the list ``state.chain`` builds is for the error.
+        if child_pt == state.publishedToolId or any(f.publishedToolId == child_pt
+                                                    for f in state.frames):
             return errors.tool_cycle([*state.chain, child_pt])
         if state.depth + 1 > self.limits.max_depth:
             return errors.tool_depth(self.limits.max_depth)
@@ -334,8 +344,9 @@ class Machine:
         """End this tool with ``failure``, whatever the block's onError says."""
         return self._fail(_own(state), failure, now)
 
-    def _fail(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+    def _fail(self, state: ExecState, failure: ToolFailure, now: int,
+              into: Transition | None = None) -> Transition:
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         return self._finish(state, "", failure, now, t)
 
     def _finish(self, state: ExecState, result: str, failure: ToolFailure | None, now: int,

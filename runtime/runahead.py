@@ -86,10 +86,16 @@ class RunAhead:
         ``budget_ms``, so the other entries of a batch are not held for long. The input is
         not changed."""
         now = self.clock()
-        carried = [None if t is None else _Carried(t) for t in transitions]
-        live = [c for c in carried if c is not None]
-        for c in live:
-            self._advance(c, now, resume=True)
+        carried: list[_Carried | None] = []
+        live: list[_Carried] = []
+        for t in transitions:
+            if t is None:
+                carried.append(None)
+                continue
+            c = _Carried(t)
+            self._advance(c, now, True)
+            carried.append(c)
+            live.append(c)
         limits = self.machine.limits
         until = self.clock() + self.budget_ms
         for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
@@ -109,8 +115,8 @@ class RunAhead:
             done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
             for (c, (step, _, _)), outcome in zip(work, done, strict=True):
-                c.fuse(_index(c.steps, step), outcome)
-                self._advance(c, now, resume=True)
+                c.fuse(_index(c.t.steps, step), outcome)
+                self._advance(c, now, True)
         return [None if c is None else c.transition() for c in carried]
 
     async def _run(self, blocks: list[tuple[ExecState, RunnableBlock]]) -> list[Transition]:
@@ -127,73 +133,83 @@ class RunAhead:
         """``t`` with every next block that needs no I/O (a return, or a guardrail that ends
         the tool) decided inside it. Pure: ``t`` is not changed."""
         carried = _Carried(t)
-        self._advance(carried, now, resume=False)
+        self._advance(carried, now, False)
         return carried.transition()
 
-    def _advance(self, c: _Carried, now: int, *, resume: bool) -> None:
+    def _advance(self, c: _Carried, now: int, resume: bool) -> None:
         """Decide in ``c``, in one pass, every step that needs no I/O: a run step whose next
         block is a ``return`` or a guardrail that ends the tool, and (with ``resume``) a
         child's ``resume`` step whose waiting parent ``c`` itself wrote. Notes in
         ``c.inert`` the first run step whose next block is inert, for the next round.
 
-        A fused step is replaced by the steps its transition made, at the end of the list,
-        so the pass goes on from the index it fused at instead of starting over, and a step
-        planned once stays planned (``_plan``)."""
-        fused = 0
+        A decided step is replaced by the steps its decision made, at the end of the list,
+        so the pass goes on from the index it decided instead of starting over. A decision
+        on a state ``c`` wrote is built into ``c``'s own transition once it has one (no
+        transition of its own, no fuse): the version check it would carry is implied by
+        that write."""
+        decided = 0
         limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
-        steps = c.steps
+        latest = c.latest
         c.inert = None
         i = 0
-        while i < len(steps) and fused < limit:
+        while decided < limit:
+            steps = c.t.steps  # another list once ``c`` owns a transition
+            if i >= len(steps):
+                return
             step = steps[i]
-            if step.kind == "resume":
-                parent = c.writes.get(step.exec_id) if resume else None
-                if parent is not None and self._resume_inline(c, i, step, parent, now):
-                    steps = c.steps  # the first fuse gives ``c`` lists of its own
-                    fused += 1
+            state = latest.get(step.exec_id)
+            if state is None:
+                i += 1
+            elif step.kind == "resume":
+                if resume and self._resume_inline(c, i, step, state, now):
+                    decided += 1
                 else:
                     i += 1
-                continue
-            planned = self._plan(c, step, now)
-            if isinstance(planned, Transition):
-                c.fuse(i, planned)
-                steps = c.steps
-                fused += 1
-                continue
-            if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
-                c.inert = (step, c.writes[step.exec_id], planned)
-            i += 1
+            elif state.version != step.version or state.status != "running":
+                i += 1  # not a step this transition's states can advance
+            else:
+                into = c.t if c.owned else None
+                written = len(c.t.writes)
+                planned = self._plan(c, step, state, now, into)
+                if planned is into and into is not None:
+                    c.built(i, written)
+                    decided += 1
+                elif isinstance(planned, Transition):
+                    c.fuse(i, planned)  # built apart: nothing was added to ``into``
+                    decided += 1
+                else:
+                    if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
+                        c.inert = (step, state, planned)
+                    i += 1
 
-    def _plan(self, c: _Carried, step: StepMsg, now: int) -> RunnableBlock | Transition | None:
-        """What the machine plans for ``step`` of ``c`` (None: not a run step ``c`` can
-        advance). A block planned once is remembered: planning reads only the state, the
-        definition and, for the deadline, ``now``, so until that deadline it is the same."""
-        state = c.running(step)
-        if state is None:
-            return None
-        key = (step.exec_id, step.version)
-        block = c.planned.get(key)
-        if block is not None and now <= state.deadlineMs:
-            return block
+    def _plan(self, c: _Carried, step: StepMsg, state: ExecState, now: int,
+              into: Transition | None) -> RunnableBlock | Transition | None:
+        """What the machine plans for run step ``step`` of ``c``, which advances ``state``
+        (None: its definition is unknown). A block planned once is remembered: planning reads
+        only the state, the definition and, for the deadline, ``now``, so until that
+        deadline it is the same."""
+        planned = c.planned.get(step.exec_id)
+        if planned is not None and planned[0] == step.version and now <= state.deadlineMs:
+            return planned[1]
         definition = self.definitions(state.defHash)
         if definition is None:
             return None
-        planned = self.machine.plan(state, definition, now)
-        if not isinstance(planned, Transition):
-            c.planned[key] = planned
-        return planned
+        decided = self.machine.plan(state, definition, now, into=into)
+        if not isinstance(decided, Transition):
+            c.planned[step.exec_id] = (step.version, decided)
+        return decided
 
     async def _resume_loaded(self, partition: int, live: list[_Carried]) -> None:
         """A finished child's ``resume`` step whose parent ``c`` did not write: the parents
         are loaded, one call for all, and continued in the same commit, up the tree while
         it can."""
         for _ in range(self.machine.limits.max_depth + 1):
-            wanted = [(c, i, step) for c in live for i, step in enumerate(c.steps)
+            wanted = [(c, i, step) for c in live for i, step in enumerate(c.t.steps)
                       if step.kind == "resume"]
             if not wanted:
                 return
             parents = await self._parents(
-                partition, [(step.exec_id, c.writes.get(step.exec_id)) for c, _, step in wanted])
+                partition, [(step.exec_id, c.latest.get(step.exec_id)) for c, _, step in wanted])
             now = self.clock()
             progressed = set()
             for (c, i, step), parent in zip(wanted, parents, strict=True):
@@ -221,12 +237,21 @@ class RunAhead:
         definition = self.definitions(parent.defHash)
         if definition is None:
             return False
+        # A parent ``c`` wrote has its version check implied by that write: its decision is
+        # built into ``c``; a parent read from the store keeps its check (``_Carried.fuse``).
+        into = c.t if c.owned and c.latest.get(parent.execId) is parent else None
+        mark = c.mark()
         try:
-            resumed = self.machine.after_child(parent, definition, step.child, now)
+            resumed = self.machine.after_child(parent, definition, step.child, now, into=into)
         except Exception as exc:  # leave the resume step to run on its own
+            c.rollback(mark)  # what the machine had added to ``c`` before it raised
             log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
             return False
-        c.fuse(index, resumed)  # only once the machine decided: a raise leaves ``c`` as is
+        if resumed is into:
+            c.built(index, mark[0])
+        else:  # built apart, or a fatal failure's own transition: it replaces what was built
+            c.rollback(mark)
+            c.fuse(index, resumed)
         return True
 
 
@@ -241,87 +266,99 @@ def _index(steps: list[StepMsg], step: StepMsg) -> int:
 class _Carried:
     """A transition being carried on, built in place.
 
-    Until its first fuse it reads the given transition's lists; the first fuse copies them
-    once, and every fuse after appends to them (a fuse used to rebuild every list). The
-    states it writes are a dict by execution, so the state a step advances is one lookup.
-    ``planned`` remembers the block planned for each run step (see ``RunAhead._plan``)."""
+    Until the first decision fused into it, ``t`` is the given transition itself; then ``t``
+    is a transition of its own (the given one's lists copied once) and every decision after
+    is added to it: the machine builds a decision on a state ``t`` wrote straight into
+    ``t`` (``into``), and a decision built apart (a block's outcome, a parent read from the
+    store) has its lists appended (``fuse``). Nothing is rebuilt per decision.
 
-    __slots__ = ("also_expect", "definitions", "done", "emits", "expect", "finishes_root",
-                 "given", "inert", "log", "owned", "planned", "steps", "writes")
+    ``t.writes`` may hold several versions of one execution while it is built;
+    ``latest`` has the last of each, so the state a step advances is one lookup, and
+    ``transition`` keeps only those, each where its last write is, as fuses always
+    ordered them. ``planned`` remembers the block planned for each run step (see
+    ``RunAhead._plan``)."""
+
+    __slots__ = ("given", "inert", "latest", "owned", "planned", "t")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
+        self.t = t
         self.owned = False
-        self.expect = t.expect
-        self.also_expect = t.also_expect
-        # The last write of an execution wins and goes last, as a fuse has always ordered them.
-        self.writes: dict[str, ExecState] = {}
-        for state in t.writes:
-            self.writes.pop(state.execId, None)
-            self.writes[state.execId] = state
-        self.steps = t.steps
-        self.emits = t.emits
-        self.log = t.log
-        self.definitions = t.definitions
-        self.finishes_root = t.finishes_root
-        self.done = t.done
-        self.planned: dict[tuple[str, int], RunnableBlock] = {}
+        self.latest: dict[str, ExecState] = {state.execId: state for state in t.writes}
+        self.planned: dict[str, tuple[int, RunnableBlock]] = {}  # by execution: version, block
         # The first run step whose next block is inert, its state and the block: the next
         # round runs it (``RunAhead._advance`` notes it).
         self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None
 
-    def running(self, step: StepMsg) -> ExecState | None:
-        """The state a ``run`` step would advance, if this transition wrote it and it runs."""
-        if step.kind != "run":
-            return None
-        state = self.writes.get(step.exec_id)
-        if state is None or state.version != step.version or state.status != "running":
-            return None
-        return state
+    def mark(self) -> tuple[int, int, int, int, int, bool]:
+        """Where ``t`` ends now: what ``decided`` and ``rollback`` need."""
+        t = self.t
+        return (len(t.writes), len(t.steps), len(t.emits), len(t.log), len(t.done),
+                t.finishes_root)
 
-    def fuse(self, index: int, second: Transition) -> None:
-        """Replace step ``index`` by what ``second`` decided for it."""
+    def rollback(self, mark: tuple[int, int, int, int, int, bool]) -> None:
+        """Drop what a decision built into ``t`` after ``mark`` (the machine raised, or gave a
+        transition of its own). Decisions built into ``t`` add no definition."""
+        if not self.owned:
+            return
+        t = self.t
+        writes, steps, emits, log_, done, finishes_root = mark
+        del t.writes[writes:], t.steps[steps:], t.emits[emits:], t.log[log_:], t.done[done:]
+        t.finishes_root = finishes_root
+
+    def built(self, index: int, written: int) -> None:
+        """Step ``index`` was decided into ``t``, whose writes before were ``written``."""
+        t = self.t
+        latest = self.latest
+        for state in t.writes[written:]:
+            latest[state.execId] = state
+        del t.steps[index]  # its own steps were added at the end, as a fuse adds them
+
+    def _own(self) -> Transition:
         if not self.owned:
             self.owned = True
-            self.also_expect = list(self.also_expect)
-            self.steps = list(self.steps)
-            self.emits = list(self.emits)
-            self.log = list(self.log)
-            self.definitions = dict(self.definitions)
-            self.done = list(self.done)
-        writes = self.writes
+            g = self.given
+            self.t = Transition(g.expect, list(g.also_expect), list(g.writes), list(g.steps),
+                                list(g.emits), list(g.log), dict(g.definitions),
+                                g.finishes_root, list(g.done))
+        return self.t
+
+    def fuse(self, index: int, second: Transition) -> None:
+        """Replace step ``index`` by what ``second``, a transition built apart, decided."""
+        t = self._own()
+        latest = self.latest
         # A check on an execution this transition already writes is implied by the write.
         # (No tuple of all the checks built per fuse: ``also_expect`` is nearly always empty.)
         expected = second.expect
-        if expected is not None and expected != self.expect and expected[0] not in writes:
-            self.also_expect.append(expected)
+        if expected is not None and expected != t.expect and expected[0] not in latest:
+            t.also_expect.append(expected)
         for expected in second.also_expect:
-            if expected != self.expect and expected[0] not in writes:
-                self.also_expect.append(expected)
+            if expected != t.expect and expected[0] not in latest:
+                t.also_expect.append(expected)
         for state in second.writes:
-            writes.pop(state.execId, None)
-            writes[state.execId] = state  # a later version of the same execution: keep it, last
-        steps = self.steps
+            latest[state.execId] = state
+        t.writes.extend(second.writes)
+        steps = t.steps
         if index == len(steps) - 1:  # the usual case: the last step, replaced at the end
             steps.pop()
         else:
             del steps[index]
         steps.extend(second.steps)
         if second.emits:
-            self.emits.extend(second.emits)
-        self.log.extend(second.log)
+            t.emits.extend(second.emits)
+        t.log.extend(second.log)
         if second.definitions:
-            self.definitions.update(second.definitions)
+            t.definitions.update(second.definitions)
         if second.finishes_root:
-            self.finishes_root = True
+            t.finishes_root = True
         if second.done:
-            self.done.extend(second.done)
+            t.done.extend(second.done)
 
     def transition(self) -> Transition:
-        """The transition as built: the given one itself when nothing was fused into it."""
+        """The transition as built: the given one itself when nothing was decided in it."""
         if not self.owned:
             return self.given
-        return Transition(expect=self.expect, also_expect=self.also_expect,
-                          writes=list(self.writes.values()), steps=self.steps, emits=self.emits,
-                          log=self.log, definitions=self.definitions,
-                          finishes_root=self.finishes_root, done=self.done)
+        t = self.t
+        if len(self.latest) != len(t.writes):  # an execution written more than once
+            t.writes = [s for s in t.writes if self.latest[s.execId] is s]
+        return t
