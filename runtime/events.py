@@ -39,18 +39,28 @@ def _secret_key(key: str) -> bool:
 
 def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     """The command context as the event stream records it: secret-looking keys masked (a
-    router's access token must not land in traces; conditions rarely read one)."""
-    out: dict[str, Any] = {}
+    router's access token must not land in traces; conditions rarely read one).
+
+    A dict with nothing to mask is returned itself, not copied (the usual case, once per
+    command): a context is never changed once built, and the log only encodes it."""
+    out: dict[str, Any] | None = None
     for key, value in context.items():
         if _secret_key(key):
-            out[key] = "***"
+            masked: Any = "***"
         # A decoded context holds plain dicts: ``type`` first, as the ABC check costs more
-        # than the rest of the loop (this runs for every command).
+        # than the rest of the loop.
         elif (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
-            out[key] = recordable_context(value, depth + 1)
+            masked = recordable_context(value, depth + 1)
+            if masked is value:
+                continue
         else:
-            out[key] = value
-    return out
+            continue
+        if out is None:
+            out = dict(context)  # the keys keep their order; only masked values change
+        out[key] = masked
+    if out is not None:
+        return out
+    return context if type(context) is dict else dict(context)
 
 
 @functools.lru_cache(maxsize=64)
