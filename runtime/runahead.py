@@ -100,9 +100,12 @@ class RunAhead:
         until = self.clock() + self.budget_ms
         for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
             if self.load_states is not _known_only:
-                # Only a parent this transition did not write is still waiting here (one it
-                # wrote was resumed by ``_advance``): those are read, one call for all.
-                await self._resume_loaded(partition, live)
+                for c in live:
+                    if c.waiting:
+                        # Only a parent this transition did not write can still be resumed
+                        # (``_advance`` resumed those it wrote): they are read, one call for all.
+                        await self._resume_loaded(partition, live)
+                        break
             now = self.clock()
             if now >= until or (self.run_block is None and self.run_blocks is None):
                 break  # a long chain of slow scripts: the rest goes on as step entries
@@ -151,6 +154,7 @@ class RunAhead:
         limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
         latest = c.latest
         c.inert = None
+        c.waiting = False
         i = 0
         while decided < limit:
             steps = c.t.steps  # another list once ``c`` owns a transition
@@ -159,11 +163,13 @@ class RunAhead:
             step = steps[i]
             state = latest.get(step.exec_id)
             if state is None:
+                c.waiting = c.waiting or step.kind == "resume"  # a parent to read
                 i += 1
             elif step.kind == "resume":
                 if resume and self._resume_inline(c, i, step, state, now):
                     decided += 1
                 else:
+                    c.waiting = True
                     i += 1
             elif state.version != step.version or state.status != "running":
                 i += 1  # not a step this transition's states can advance
@@ -278,7 +284,7 @@ class _Carried:
     ordered them. ``planned`` remembers the block planned for each run step (see
     ``RunAhead._plan``)."""
 
-    __slots__ = ("given", "inert", "latest", "owned", "planned", "t")
+    __slots__ = ("given", "inert", "latest", "owned", "planned", "t", "waiting")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
@@ -289,6 +295,8 @@ class _Carried:
         # The first run step whose next block is inert, its state and the block: the next
         # round runs it (``RunAhead._advance`` notes it).
         self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None
+        # A ``resume`` step is left whose parent ``_advance`` could not resume inline.
+        self.waiting = False
 
     def mark(self) -> tuple[int, int, int, int, int, bool]:
         """Where ``t`` ends now: what ``decided`` and ``rollback`` need."""
