@@ -299,7 +299,7 @@ class _Carried:
         self.waiting = False
 
     def mark(self) -> tuple[int, int, int, int, int, bool]:
-        """Where ``t`` ends now: what ``decided`` and ``rollback`` need."""
+        """Where ``t`` ends now: what ``built`` (its writes) and ``rollback`` need."""
         t = self.t
         return (len(t.writes), len(t.steps), len(t.emits), len(t.log), len(t.done),
                 t.finishes_root)
