@@ -118,7 +118,9 @@ class RunAhead:
             done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
             for (c, (step, _, _)), outcome in zip(work, done, strict=True):
-                c.fuse(_index(c.t.steps, step), outcome)
+                steps = c.t.steps
+                # The step is most often the only one, so the last: no search for it then.
+                c.fuse(len(steps) - 1 if steps[-1] is step else _index(steps, step), outcome)
                 self._advance(c, now, True)
         return [None if c is None else c.transition() for c in carried]
 
@@ -333,24 +335,23 @@ class _Carried:
 
     def fuse(self, index: int, second: Transition) -> None:
         """Replace step ``index`` by what ``second``, a transition built apart, decided."""
-        t = self._own()
+        t = self.t if self.owned else self._own()
         latest = self.latest
-        # A check on an execution this transition already writes is implied by the write.
-        # (No tuple of all the checks built per fuse: ``also_expect`` is nearly always empty.)
+        # A check on an execution this transition already writes is implied by the write
+        # (the usual case, so that test comes first). No tuple of all the checks is built per
+        # fuse: ``also_expect`` is nearly always empty.
         expected = second.expect
-        if expected is not None and expected != t.expect and expected[0] not in latest:
+        if expected is not None and expected[0] not in latest and expected != t.expect:
             t.also_expect.append(expected)
-        for expected in second.also_expect:
-            if expected != t.expect and expected[0] not in latest:
-                t.also_expect.append(expected)
+        if second.also_expect:
+            for expected in second.also_expect:
+                if expected[0] not in latest and expected != t.expect:
+                    t.also_expect.append(expected)
         for state in second.writes:
             latest[state.execId] = state
         t.writes.extend(second.writes)
         steps = t.steps
-        if index == len(steps) - 1:  # the usual case: the last step, replaced at the end
-            steps.pop()
-        else:
-            del steps[index]
+        del steps[index]
         steps.extend(second.steps)
         if second.emits:
             t.emits.extend(second.emits)
