@@ -48,11 +48,15 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
         if _secret_key(key):
             masked: Any = "***"
         # A decoded context holds plain dicts: ``type`` first, as the ABC check costs more
-        # than the rest of the loop.
-        elif (type(value) is dict or isinstance(value, Mapping)) and depth < 4:
+        # than the rest of the loop; an empty one has nothing to mask.
+        elif type(value) is dict:
+            if not value or depth >= 4:
+                continue
             masked = recordable_context(value, depth + 1)
             if masked is value:
                 continue
+        elif isinstance(value, Mapping) and depth < 4:
+            masked = recordable_context(value, depth + 1)  # a dict of its own
         else:
             continue
         if out is None:

@@ -97,12 +97,11 @@ class Machine:
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
                         ctx.variables, context, now)
         pt = cmd.action.publishedToolId
-        state = ExecState(
-            execId=exec_id, rootId=exec_id, partition=partition, depth=0,
-            toolId=cmd.action.toolId, publishedToolId=pt, defHash=def_hash, block="",
-            variables={**ctx.variables, **inputs}, context=context, root=root,
-            startedMs=now, deadlineMs=now + self.limits.tool_timeout_ms, debug=debug,
-        )
+        # Positional, in field order (see ExecState): msgspec matches a keyword against
+        # every field name, which costs four times the struct itself for this many fields.
+        state = ExecState(exec_id, exec_id, partition, 0, cmd.action.toolId, pt, def_hash, "",
+                          {**ctx.variables, **inputs}, context, root, now,
+                          now + self.limits.tool_timeout_ms, debug)
         t = Transition()
         if debug:
             t.emits.append(debug_emit(state, "action_start", "executeTool",
@@ -211,15 +210,14 @@ class Machine:
         frames = [*state.frames, Frame(state.execId, state.toolId, state.publishedToolId,
                                        state.startedMs)]
         definition = req.published.definition
-        child = ExecState(
-            execId=child_id, rootId=state.rootId, partition=state.partition,
-            depth=state.depth + 1, toolId=req.published.toolId or block.toolId,
-            publishedToolId=block.publishedToolId, defHash=req.def_hash,
-            block=definition.onboardingBlockId or "",
-            variables={**state.variables, **req.inputs}, context=state.context, root=state.root,
-            startedMs=now, deadlineMs=state.deadlineMs, debug=state.debug, frames=frames,
-            invocations=state.invocations + 1,
-        )
+        # Positional, in field order (see ExecState, and ``start``): execId, rootId,
+        # partition, depth, toolId, publishedToolId, defHash, block, variables, context, root,
+        # startedMs, deadlineMs, debug, frames, hops, invocations.
+        child = ExecState(child_id, state.rootId, state.partition, state.depth + 1,
+                          req.published.toolId or block.toolId, block.publishedToolId,
+                          req.def_hash, definition.onboardingBlockId or "",
+                          {**state.variables, **req.inputs}, state.context, state.root, now,
+                          state.deadlineMs, state.debug, frames, 0, state.invocations + 1)
         t = Transition(expect=(state.execId, state.version))
         state.status, state.waitingOn = "waiting", block.id
         state.version += 1

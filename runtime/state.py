@@ -37,6 +37,8 @@ class RootInfo(msgspec.Struct, frozen=True):
 
 
 class ExecState(msgspec.Struct):
+    # The machine builds states positionally (machine.py ``start``, ``spawn``): a new field
+    # goes last, and the order of these is not changed (tests/machine/test_state_order.py).
     execId: str
     rootId: str
     partition: int
