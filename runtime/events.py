@@ -39,16 +39,32 @@ def _secret_key(key: str) -> bool:
 
 def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     """The command context as the event stream records it: secret-looking keys masked (a
-    router's access token must not land in traces; conditions rarely read one)."""
-    out: dict[str, Any] = {}
+    router's access token must not land in traces; conditions rarely read one).
+
+    A dict with nothing to mask is returned itself, not copied (the usual case, once per
+    command): a context is never changed once built, and the log only encodes it."""
+    out: dict[str, Any] | None = None
     for key, value in context.items():
         if _secret_key(key):
-            out[key] = "***"
+            masked: Any = "***"
+        # A decoded context holds plain dicts: ``type`` first, as the ABC check costs more
+        # than the rest of the loop; an empty one has nothing to mask.
+        elif type(value) is dict:
+            if not value or depth >= 4:
+                continue
+            masked = recordable_context(value, depth + 1)
+            if masked is value:
+                continue
         elif isinstance(value, Mapping) and depth < 4:
-            out[key] = recordable_context(value, depth + 1)
+            masked = recordable_context(value, depth + 1)  # a dict of its own
         else:
-            out[key] = value
-    return out
+            continue
+        if out is None:
+            out = dict(context)  # the keys keep their order; only masked values change
+        out[key] = masked
+    if out is not None:
+        return out
+    return context if type(context) is dict else dict(context)
 
 
 @functools.lru_cache(maxsize=64)
@@ -56,9 +72,20 @@ def _iso_second(second: int) -> str:
     return datetime.fromtimestamp(second, tz=UTC).isoformat(timespec="seconds")[:-6]
 
 
+# The last instant formatted: one hop stamps its events with one ``now`` (a one-hop tree's
+# execution events, its debug events), so the text is most often the one just made.
+_last_iso: tuple[int, str] = (-1, "")
+
+
 def iso(ms: int) -> str:
+    global _last_iso
+    last_ms, text = _last_iso
+    if ms == last_ms:
+        return text
     # The events of one second differ only in their milliseconds: a second is formatted once.
-    return f"{_iso_second(ms // 1000)}.{ms % 1000:03d}+00:00"
+    text = f"{_iso_second(ms // 1000)}.{ms % 1000:03d}+00:00"
+    _last_iso = (ms, text)
+    return text
 
 
 def tool_result(
@@ -94,17 +121,11 @@ def result_emit(root: RootInfo, result: ToolResult) -> Emit:
 
 
 def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
+    # Positional, in the struct's field order: two of these per one-hop execution.
     event = ToolExecutionStreamEvent(
-        toolId=state.toolId,
-        publishedToolId=state.publishedToolId,
-        durationMs=max(0, now - state.startedMs),
-        success=ok,
-        occurredAt=iso(now),
-        executionId=state.execId,
-        rootExecutionId=state.rootId,
-        commandId=state.root.commandId,
-        depth=state.depth,
-        errorCode=error.code if error else None,
+        state.toolId, state.publishedToolId, max(0, now - state.startedMs), ok, iso(now),
+        state.execId, state.rootId, state.root.commandId, state.depth,
+        error.code if error else None,
     )
     return Emit("execution", "", _enc.encode(event))
 

@@ -45,6 +45,8 @@ def _resolve_parts(parts: list[str] | tuple[str, ...], variables: Mapping[str, A
         current = variables[head]
     else:
         return _MISSING
+    if len(parts) == 1:  # the usual token, one name: no slice, no loop
+        return current
     for part in parts[1:]:
         current = _child(current, part)
         if current is _MISSING:
@@ -115,6 +117,13 @@ def render(
     if "{{" not in template:
         return template
     pieces, tail = _parse(template)
+    if len(pieces) == 1 and not tail and not pieces[0][0]:
+        # The template is one token (``{{n}}``, the usual return value and input): its text,
+        # with no list to join.
+        text = to_text(_resolve_parts(pieces[0][1], variables, context))
+        if len(text) > max_chars:
+            raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
+        return text
     out: list[str] = []
     size = 0
     for text, parts in pieces:

@@ -97,12 +97,11 @@ class Machine:
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
                         ctx.variables, context, now)
         pt = cmd.action.publishedToolId
-        state = ExecState(
-            execId=exec_id, rootId=exec_id, partition=partition, depth=0,
-            toolId=cmd.action.toolId, publishedToolId=pt, defHash=def_hash, block="",
-            variables={**ctx.variables, **inputs}, context=context, root=root,
-            startedMs=now, deadlineMs=now + self.limits.tool_timeout_ms, debug=debug,
-        )
+        # Positional, in field order (see ExecState): msgspec matches a keyword against
+        # every field name, which costs four times the struct itself for this many fields.
+        state = ExecState(exec_id, exec_id, partition, 0, cmd.action.toolId, pt, def_hash, "",
+                          {**ctx.variables, **inputs}, context, root, now,
+                          now + self.limits.tool_timeout_ms, debug)
         t = Transition()
         if debug:
             t.emits.append(debug_emit(state, "action_start", "executeTool",
@@ -123,30 +122,35 @@ class Machine:
 
     # -- one step --------------------------------------------------------------
 
-    def plan(self, state: ExecState, definition: ToolDefinition, now: int) -> RunnableBlock | Transition:
+    def plan(self, state: ExecState, definition: ToolDefinition, now: int, *,
+             into: Transition | None = None) -> RunnableBlock | Transition:
         """The block to run next, or the Transition when a guardrail ends the run first.
         Only an ending copies the state: planning a block to run (the usual case, and what
-        run-ahead asks of every step) reads it and nothing more."""
+        run-ahead asks of every step) reads it and nothing more.
+
+        ``into``: a transition being built (run-ahead's), to add the decision to instead of a
+        new one; it is returned then, and its ``expect`` stays the caller's. (A fatal failure
+        still returns a transition of its own: see ``_finish``.)"""
         if now > state.deadlineMs:
             return self._abort(_own(state), errors.tool_timeout(
-                state.root.action.publishedToolId, self.limits.tool_timeout_ms), now)
+                state.root.action.publishedToolId, self.limits.tool_timeout_ms), now, into)
         block = definition.blocks.get(state.block)
         if block is None:
             return self._fail(_own(state), errors.tool_block_invalid(state.block, state.publishedToolId),
-                              now)
+                              now, into)
         if isinstance(block, UnknownBlock):
             return self._fail(_own(state), errors.tool_block_type_unknown(
-                state.publishedToolId, state.block, block.type), now)
+                state.publishedToolId, state.block, block.type), now, into)
         if state.hops >= self.limits.max_hops:
             return self._fail(_own(state), errors.tool_loop(state.publishedToolId, self.limits.max_hops),
-                              now)
+                              now, into)
         if isinstance(block, ReturnBlock):
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
             except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
-                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now)
-            t = Transition(expect=(state.execId, state.version))
+                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now, into)
+            t = Transition(expect=(state.execId, state.version)) if into is None else into
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
                                            None, 0, now))
@@ -161,9 +165,10 @@ class Machine:
         return self._after_block(_own(state), block, outcome, now)
 
     def _after_block(
-        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
+        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
+        into: Transition | None = None,
     ) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         if outcome.writes:  # a new dict: the caller's state keeps its own
             state.variables = {**state.variables, **outcome.writes}
         t.emits.extend(outcome.emits)
@@ -205,15 +210,14 @@ class Machine:
         frames = [*state.frames, Frame(state.execId, state.toolId, state.publishedToolId,
                                        state.startedMs)]
         definition = req.published.definition
-        child = ExecState(
-            execId=child_id, rootId=state.rootId, partition=state.partition,
-            depth=state.depth + 1, toolId=req.published.toolId or block.toolId,
-            publishedToolId=block.publishedToolId, defHash=req.def_hash,
-            block=definition.onboardingBlockId or "",
-            variables={**state.variables, **req.inputs}, context=state.context, root=state.root,
-            startedMs=now, deadlineMs=state.deadlineMs, debug=state.debug, frames=frames,
-            invocations=state.invocations + 1,
-        )
+        # Positional, in field order (see ExecState, and ``start``): execId, rootId,
+        # partition, depth, toolId, publishedToolId, defHash, block, variables, context, root,
+        # startedMs, deadlineMs, debug, frames, hops, invocations.
+        child = ExecState(child_id, state.rootId, state.partition, state.depth + 1,
+                          req.published.toolId or block.toolId, block.publishedToolId,
+                          req.def_hash, definition.onboardingBlockId or "",
+                          {**state.variables, **req.inputs}, state.context, state.root, now,
+                          state.deadlineMs, state.debug, frames, 0, state.invocations + 1)
         t = Transition(expect=(state.execId, state.version))
         state.status, state.waitingOn = "waiting", block.id
         state.version += 1
@@ -229,7 +233,8 @@ class Machine:
         return self._continue(child, t)
 
     def after_child(self, state: ExecState, definition: ToolDefinition, child: ChildOutcome,
-                    now: int) -> Transition:
+                    now: int, *, into: Transition | None = None) -> Transition:
+        """The parent's transition once its child ended (``into``: as ``plan``'s)."""
         block = definition.blocks[state.waitingOn or ""]
         assert isinstance(block, CallToolBlock)  # only a callTool block waits on a child
         state = _own(state)
@@ -250,7 +255,7 @@ class Machine:
             outcome = BlockOutcome(writes={block.outputVariable: ""},
                                    error=ToolFailure(error.code, error.message),
                                    duration_ms=child.durationMs)
-        return self._after_block(state, block, outcome, now)
+        return self._after_block(state, block, outcome, now, into)
 
     def load_failure(self, state: ExecState, block: CallToolBlock, failure: ToolFailure,
                      now: int) -> Transition:
@@ -262,8 +267,9 @@ class Machine:
         """End the whole tree now (deadline, cancellation): the root answers at once."""
         return self._abort(_own(state), failure, now)
 
-    def _abort(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+    def _abort(self, state: ExecState, failure: ToolFailure, now: int,
+               into: Transition | None = None) -> Transition:
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         state.status = "done"
         state.version += 1
         t.writes.append(state)
@@ -284,7 +290,9 @@ class Machine:
     # -- internals -------------------------------------------------------------
 
     def _spawn_guard(self, state: ExecState, child_pt: str) -> ToolFailure | None:
-        if child_pt in state.chain:
+        # The chain's names compared in place: the list ``state.chain`` builds is for the error.
+        if child_pt == state.publishedToolId or any(f.publishedToolId == child_pt
+                                                    for f in state.frames):
             return errors.tool_cycle([*state.chain, child_pt])
         if state.depth + 1 > self.limits.max_depth:
             return errors.tool_depth(self.limits.max_depth)
@@ -334,8 +342,9 @@ class Machine:
         """End this tool with ``failure``, whatever the block's onError says."""
         return self._fail(_own(state), failure, now)
 
-    def _fail(self, state: ExecState, failure: ToolFailure, now: int) -> Transition:
-        t = Transition(expect=(state.execId, state.version))
+    def _fail(self, state: ExecState, failure: ToolFailure, now: int,
+              into: Transition | None = None) -> Transition:
+        t = Transition(expect=(state.execId, state.version)) if into is None else into
         return self._finish(state, "", failure, now, t)
 
     def _finish(self, state: ExecState, result: str, failure: ToolFailure | None, now: int,

@@ -80,128 +80,151 @@ class RunAhead:
     async def carry(self, partition: int,
                     transitions: Sequence[Transition | None]) -> list[Transition | None]:
         """``transitions`` (one per step of a batch; None for nothing to commit) carried on:
-        settled, then in rounds, each round resuming waiting parents and running one inert
-        block per transition, all of them concurrently. What is left (an httpCall, a
-        callAI...) stays a step entry for the next hop. The rounds stop after ``budget_ms``,
-        so the other entries of a batch are not held for long. The input is not changed."""
+        advanced, then in rounds, each round resuming waiting parents it had to load and
+        running one inert block per transition, all of them concurrently. What is left (an
+        httpCall, a callAI...) stays a step entry for the next hop. The rounds stop after
+        ``budget_ms``, so the other entries of a batch are not held for long. The input is
+        not changed."""
         now = self.clock()
-        carried = [None if t is None else _Carried(t) for t in transitions]
-        for c in carried:
-            if c is not None:
-                self._settle(c, now)
+        carried: list[_Carried | None] = []
+        live: list[_Carried] = []
+        for t in transitions:
+            if t is None:
+                carried.append(None)
+                continue
+            c = _Carried(t)
+            self._advance(c, now, True)
+            carried.append(c)
+            live.append(c)
         limits = self.machine.limits
         until = self.clock() + self.budget_ms
         for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
-            await self._resume_parents(partition, carried, self.clock())
+            if self.load_states is not _known_only:
+                for c in live:
+                    if c.waiting:
+                        # Only a parent this transition did not write can still be resumed
+                        # (``_advance`` resumed those it wrote): they are read, one call for all.
+                        await self._resume_loaded(partition, live)
+                        break
             now = self.clock()
             if now >= until or (self.run_block is None and self.run_blocks is None):
                 break  # a long chain of slow scripts: the rest goes on as step entries
-            work: list[tuple[_Carried, int, ExecState, RunnableBlock]] = []
-            for c in carried:
-                found = None if c is None else self._next_inert(c, now)
-                if c is not None and found is not None:
-                    work.append((c, *found))
+            # The inert block ``_advance`` found for each, unless the tree's deadline passed
+            # since it was planned (planning then aborts: the step waits for the next hop).
+            work = [(c, c.inert) for c in live
+                    if c.inert is not None and now <= c.inert[1].deadlineMs]
             if not work:
                 break
-            run_block = self.run_block
-            if self.run_blocks is not None:
-                done = await self.run_blocks([(state, block) for _, _, state, block in work])
-            elif run_block is None:
-                break
-            elif len(work) == 1:  # the usual case: no task, no trip round the event loop
-                _, _, state, block = work[0]
-                done = [await run_block(state, block)]
-            else:
-                done = await asyncio.gather(*(run_block(state, block)
-                                              for _, _, state, block in work))
+            done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
-            for (c, si, _, _), outcome in zip(work, done, strict=True):
-                c.fuse(si, outcome)
-                self._settle(c, now)
+            for (c, (step, _, _)), outcome in zip(work, done, strict=True):
+                steps = c.t.steps
+                # The step is most often the only one, so the last: no search for it then.
+                c.fuse(len(steps) - 1 if steps[-1] is step else _index(steps, step), outcome)
+                self._advance(c, now, True)
         return [None if c is None else c.transition() for c in carried]
+
+    async def _run(self, blocks: list[tuple[ExecState, RunnableBlock]]) -> list[Transition]:
+        """Run one round's inert blocks (one per carried transition): all at once, in order."""
+        if self.run_blocks is not None:
+            return await self.run_blocks(blocks)
+        run_block = self.run_block
+        assert run_block is not None  # carry checked that one of the two is given
+        if len(blocks) == 1:  # the usual case: no task, no trip round the event loop
+            return [await run_block(*blocks[0])]
+        return list(await asyncio.gather(*(run_block(state, block) for state, block in blocks)))
 
     def settle(self, t: Transition, now: int) -> Transition:
         """``t`` with every next block that needs no I/O (a return, or a guardrail that ends
         the tool) decided inside it. Pure: ``t`` is not changed."""
         carried = _Carried(t)
-        self._settle(carried, now)
+        self._advance(carried, now, False)
         return carried.transition()
 
-    def _settle(self, c: _Carried, now: int) -> None:
-        """Decide in ``c`` every run step whose next block needs no I/O, in one pass.
+    def _advance(self, c: _Carried, now: int, resume: bool) -> None:
+        """Decide in ``c``, in one pass, every step that needs no I/O: a run step whose next
+        block is a ``return`` or a guardrail that ends the tool, and (with ``resume``) a
+        child's ``resume`` step whose waiting parent ``c`` itself wrote. Notes in
+        ``c.inert`` the first run step whose next block is inert, for the next round.
 
-        A settled step's transition ends its execution, so it adds no run step and changes
-        no other execution's state: a step planned to a block stays planned to it, and the
-        pass goes on from the index it fused at instead of starting over."""
-        fused, limit = 0, self.machine.limits.max_hops + 1
-        steps = c.steps
+        A decided step is replaced by the steps its decision made, at the end of the list,
+        so the pass goes on from the index it decided instead of starting over. A decision
+        on a state ``c`` wrote is built into ``c``'s own transition once it has one (no
+        transition of its own, no fuse): the version check it would carry is implied by
+        that write."""
+        decided = 0
+        limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
+        latest = c.latest
+        c.inert = None
+        c.waiting = False
         i = 0
-        while i < len(steps) and fused < limit:
-            planned = self._plan(c, steps[i], now)
-            if isinstance(planned, Transition):
-                c.fuse(i, planned)
-                steps = c.steps  # the first fuse gives ``c`` lists of its own
-                fused += 1
-            else:
+        while decided < limit:
+            steps = c.t.steps  # another list once ``c`` owns a transition
+            if i >= len(steps):
+                return
+            step = steps[i]
+            state = latest.get(step.exec_id)
+            if state is None:
+                c.waiting = c.waiting or step.kind == "resume"  # a parent to read
                 i += 1
+            elif step.kind == "resume":
+                if resume and self._resume_inline(c, i, step, state, now):
+                    decided += 1
+                else:
+                    c.waiting = True
+                    i += 1
+            elif state.version != step.version or state.status != "running":
+                i += 1  # not a step this transition's states can advance
+            else:
+                into = c.t if c.owned else None
+                written = len(c.t.writes)
+                planned = self._plan(c, step, state, now, into)
+                if planned is into and into is not None:
+                    c.built(i, written)
+                    decided += 1
+                elif isinstance(planned, Transition):
+                    c.fuse(i, planned)  # built apart: nothing was added to ``into``
+                    decided += 1
+                else:
+                    if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
+                        c.inert = (step, state, planned)
+                    i += 1
 
-    def _plan(self, c: _Carried, step: StepMsg, now: int) -> RunnableBlock | Transition | None:
-        """What the machine plans for ``step`` of ``c`` (None: not a run step ``c`` can
-        advance). A block planned once is remembered: planning reads only the state, the
-        definition and, for the deadline, ``now``, so until that deadline it is the same."""
-        state = c.running(step)
-        if state is None:
-            return None
-        key = (step.exec_id, step.version)
-        block = c.planned.get(key)
-        if block is not None and now <= state.deadlineMs:
-            return block
+    def _plan(self, c: _Carried, step: StepMsg, state: ExecState, now: int,
+              into: Transition | None) -> RunnableBlock | Transition | None:
+        """What the machine plans for run step ``step`` of ``c``, which advances ``state``
+        (None: its definition is unknown). A block planned once is remembered: planning reads
+        only the state, the definition and, for the deadline, ``now``, so until that
+        deadline it is the same."""
+        planned = c.planned.get(step.exec_id)
+        if planned is not None and planned[0] == step.version and now <= state.deadlineMs:
+            return planned[1]
         definition = self.definitions(state.defHash)
         if definition is None:
             return None
-        planned = self.machine.plan(state, definition, now)
-        if not isinstance(planned, Transition):
-            c.planned[key] = planned
-        return planned
+        decided = self.machine.plan(state, definition, now, into=into)
+        if not isinstance(decided, Transition):
+            c.planned[step.exec_id] = (step.version, decided)
+        return decided
 
-    def _next_inert(self, c: _Carried, now: int) -> tuple[int, ExecState, RunnableBlock] | None:
-        """The first run step of ``c`` whose next block is inert, with its state."""
-        for i, step in enumerate(c.steps):
-            planned = self._plan(c, step, now)
-            if planned is not None and not isinstance(planned, Transition) \
-                    and planned.type in INERT_BLOCKS:
-                return i, c.writes[step.exec_id], planned
-        return None
-
-    async def _resume_parents(self, partition: int, carried: list[_Carried | None],
-                              now: int) -> None:
-        """A child that finished hands its parent a ``resume`` step; continue the parent in
-        the same commit instead, up the tree while it can. A parent this very transition
-        wrote (it spawned the child) is taken from it; others are loaded, one call for all."""
+    async def _resume_loaded(self, partition: int, live: list[_Carried]) -> None:
+        """A finished child's ``resume`` step whose parent ``c`` did not write: the parents
+        are loaded, one call for all, and continued in the same commit, up the tree while
+        it can."""
         for _ in range(self.machine.limits.max_depth + 1):
-            wanted: list[tuple[_Carried, str, ExecState | None]] = []
-            for c in carried:
-                if c is None:
-                    continue
-                for step in c.steps:
-                    if step.kind == "resume":
-                        wanted.append((c, step.exec_id, c.writes.get(step.exec_id)))
+            wanted = [(c, i, step) for c in live for i, step in enumerate(c.t.steps)
+                      if step.kind == "resume"]
             if not wanted:
                 return
-            parents = await self._parents(partition, [(e, w) for _, e, w in wanted])
-            progressed = False
-            for (c, _, _), parent in zip(wanted, parents, strict=True):
-                definition = self.definitions(parent.defHash) if parent else None
-                if parent is None or definition is None:
-                    continue
-                try:
-                    resumed = self._resume_inline(c, parent, definition, now)
-                except Exception as exc:  # leave the resume step to run on its own
-                    log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
-                    continue
-                if resumed:
-                    self._settle(c, now)
-                    progressed = True
+            parents = await self._parents(
+                partition, [(step.exec_id, c.latest.get(step.exec_id)) for c, _, step in wanted])
+            now = self.clock()
+            progressed = set()
+            for (c, i, step), parent in zip(wanted, parents, strict=True):
+                if parent is not None and id(c) not in progressed \
+                        and self._resume_inline(c, i, step, parent, now):
+                    progressed.add(id(c))  # its indexes moved: its other steps wait a turn
+                    self._advance(c, now, resume=True)
             if not progressed:
                 return
 
@@ -209,105 +232,142 @@ class RunAhead:
                        wanted: list[tuple[str, ExecState | None]]) -> list[ExecState | None]:
         parents = [known for _, known in wanted]
         if None not in parents:
-            # The usual case: the child's own transition wrote its parent (it spawned it in
-            # this hop), so there is nothing to read and no call to ``load_states`` to await.
-            return parents
+            return parents  # nothing to read: no call to ``load_states`` to await
         return await self.load_states(partition, wanted)
 
-    def _resume_inline(self, c: _Carried, parent: ExecState, definition: ToolDefinition,
+    def _resume_inline(self, c: _Carried, index: int, step: StepMsg, parent: ExecState,
                        now: int) -> bool:
-        """Replace in ``c`` a child's ``resume`` step for ``parent`` by the parent's own
-        transition, guarded by the parent's version; False when ``c`` has no such step."""
-        for i, step in enumerate(c.steps):
-            if (step.kind == "resume" and step.exec_id == parent.execId and step.child is not None
-                    and parent.version == step.version and parent.status == "waiting"):
-                resumed = self.machine.after_child(parent, definition, step.child, now)
-                c.fuse(i, resumed)  # only once the machine decided: a raise leaves ``c`` as is
-                return True
-        return False
+        """Replace ``c``'s ``resume`` step ``index`` by the parent's own transition, guarded by
+        the parent's version; False when the parent does not wait for it or cannot go on."""
+        if (step.child is None or parent.execId != step.exec_id
+                or parent.version != step.version or parent.status != "waiting"):
+            return False
+        definition = self.definitions(parent.defHash)
+        if definition is None:
+            return False
+        # A parent ``c`` wrote has its version check implied by that write: its decision is
+        # built into ``c``; a parent read from the store keeps its check (``_Carried.fuse``).
+        into = c.t if c.owned and c.latest.get(parent.execId) is parent else None
+        mark = c.mark()
+        try:
+            resumed = self.machine.after_child(parent, definition, step.child, now, into=into)
+        except Exception as exc:  # leave the resume step to run on its own
+            c.rollback(mark)  # what the machine had added to ``c`` before it raised
+            log.error("inline resume failed", exec_id=parent.execId, exc_info=exc)
+            return False
+        if resumed is into:
+            c.built(index, mark[0])
+        else:  # built apart, or a fatal failure's own transition: it replaces what was built
+            c.rollback(mark)
+            c.fuse(index, resumed)
+        return True
+
+
+def _index(steps: list[StepMsg], step: StepMsg) -> int:
+    """Where ``step`` itself is in ``steps`` (steps are compared by identity: two may be equal)."""
+    for i, s in enumerate(steps):
+        if s is step:
+            return i
+    raise ValueError("step not in its transition")  # never: only ``_advance`` moves steps
 
 
 class _Carried:
     """A transition being carried on, built in place.
 
-    Until its first fuse it reads the given transition's lists; the first fuse copies them
-    once, and every fuse after appends to them (a fuse used to rebuild every list). The
-    states it writes are a dict by execution, so the state a step advances is one lookup.
-    ``planned`` remembers the block planned for each run step (see ``RunAhead._plan``)."""
+    Until the first decision fused into it, ``t`` is the given transition itself; then ``t``
+    is a transition of its own (the given one's lists copied once) and every decision after
+    is added to it: the machine builds a decision on a state ``t`` wrote straight into
+    ``t`` (``into``), and a decision built apart (a block's outcome, a parent read from the
+    store) has its lists appended (``fuse``). Nothing is rebuilt per decision.
 
-    __slots__ = ("also_expect", "definitions", "done", "emits", "expect", "finishes_root",
-                 "given", "log", "owned", "planned", "steps", "writes")
+    ``t.writes`` may hold several versions of one execution while it is built;
+    ``latest`` has the last of each, so the state a step advances is one lookup, and
+    ``transition`` keeps only those, each where its last write is, as fuses always
+    ordered them. ``planned`` remembers the block planned for each run step (see
+    ``RunAhead._plan``)."""
+
+    __slots__ = ("given", "inert", "latest", "owned", "planned", "t", "waiting")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
+        self.t = t
         self.owned = False
-        self.expect = t.expect
-        self.also_expect = t.also_expect
-        # The last write of an execution wins and goes last, as a fuse has always ordered them.
-        self.writes: dict[str, ExecState] = {}
-        for state in t.writes:
-            self.writes.pop(state.execId, None)
-            self.writes[state.execId] = state
-        self.steps = t.steps
-        self.emits = t.emits
-        self.log = t.log
-        self.definitions = t.definitions
-        self.finishes_root = t.finishes_root
-        self.done = t.done
-        self.planned: dict[tuple[str, int], RunnableBlock] = {}
+        self.latest: dict[str, ExecState] = {state.execId: state for state in t.writes}
+        self.planned: dict[str, tuple[int, RunnableBlock]] = {}  # by execution: version, block
+        # The first run step whose next block is inert, its state and the block: the next
+        # round runs it (``RunAhead._advance`` notes it).
+        self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None
+        # A ``resume`` step is left whose parent ``_advance`` could not resume inline.
+        self.waiting = False
 
-    def running(self, step: StepMsg) -> ExecState | None:
-        """The state a ``run`` step would advance, if this transition wrote it and it runs."""
-        if step.kind != "run":
-            return None
-        state = self.writes.get(step.exec_id)
-        if state is None or state.version != step.version or state.status != "running":
-            return None
-        return state
+    def mark(self) -> tuple[int, int, int, int, int, bool]:
+        """Where ``t`` ends now: what ``built`` (its writes) and ``rollback`` need."""
+        t = self.t
+        return (len(t.writes), len(t.steps), len(t.emits), len(t.log), len(t.done),
+                t.finishes_root)
 
-    def fuse(self, index: int, second: Transition) -> None:
-        """Replace step ``index`` by what ``second`` decided for it."""
+    def rollback(self, mark: tuple[int, int, int, int, int, bool]) -> None:
+        """Drop what a decision built into ``t`` after ``mark`` (the machine raised, or gave a
+        transition of its own). Decisions built into ``t`` add no definition."""
+        if not self.owned:
+            return
+        t = self.t
+        writes, steps, emits, log_, done, finishes_root = mark
+        del t.writes[writes:], t.steps[steps:], t.emits[emits:], t.log[log_:], t.done[done:]
+        t.finishes_root = finishes_root
+
+    def built(self, index: int, written: int) -> None:
+        """Step ``index`` was decided into ``t``, whose writes before were ``written``."""
+        t = self.t
+        latest = self.latest
+        for state in t.writes[written:]:
+            latest[state.execId] = state
+        del t.steps[index]  # its own steps were added at the end, as a fuse adds them
+
+    def _own(self) -> Transition:
         if not self.owned:
             self.owned = True
-            self.also_expect = list(self.also_expect)
-            self.steps = list(self.steps)
-            self.emits = list(self.emits)
-            self.log = list(self.log)
-            self.definitions = dict(self.definitions)
-            self.done = list(self.done)
-        writes = self.writes
-        # A check on an execution this transition already writes is implied by the write.
-        # (No tuple of all the checks built per fuse: ``also_expect`` is nearly always empty.)
+            g = self.given
+            self.t = Transition(g.expect, list(g.also_expect), list(g.writes), list(g.steps),
+                                list(g.emits), list(g.log), dict(g.definitions),
+                                g.finishes_root, list(g.done))
+        return self.t
+
+    def fuse(self, index: int, second: Transition) -> None:
+        """Replace step ``index`` by what ``second``, a transition built apart, decided."""
+        t = self.t if self.owned else self._own()
+        latest = self.latest
+        # A check on an execution this transition already writes is implied by the write
+        # (the usual case, so that test comes first). No tuple of all the checks is built per
+        # fuse: ``also_expect`` is nearly always empty.
         expected = second.expect
-        if expected is not None and expected != self.expect and expected[0] not in writes:
-            self.also_expect.append(expected)
-        for expected in second.also_expect:
-            if expected != self.expect and expected[0] not in writes:
-                self.also_expect.append(expected)
+        if expected is not None and expected[0] not in latest and expected != t.expect:
+            t.also_expect.append(expected)
+        if second.also_expect:
+            for expected in second.also_expect:
+                if expected[0] not in latest and expected != t.expect:
+                    t.also_expect.append(expected)
         for state in second.writes:
-            writes.pop(state.execId, None)
-            writes[state.execId] = state  # a later version of the same execution: keep it, last
-        steps = self.steps
-        if index == len(steps) - 1:  # the usual case: the last step, replaced at the end
-            steps.pop()
-        else:
-            del steps[index]
+            latest[state.execId] = state
+        t.writes.extend(second.writes)
+        steps = t.steps
+        del steps[index]
         steps.extend(second.steps)
         if second.emits:
-            self.emits.extend(second.emits)
-        self.log.extend(second.log)
+            t.emits.extend(second.emits)
+        t.log.extend(second.log)
         if second.definitions:
-            self.definitions.update(second.definitions)
+            t.definitions.update(second.definitions)
         if second.finishes_root:
-            self.finishes_root = True
+            t.finishes_root = True
         if second.done:
-            self.done.extend(second.done)
+            t.done.extend(second.done)
 
     def transition(self) -> Transition:
-        """The transition as built: the given one itself when nothing was fused into it."""
+        """The transition as built: the given one itself when nothing was decided in it."""
         if not self.owned:
             return self.given
-        return Transition(expect=self.expect, also_expect=self.also_expect,
-                          writes=list(self.writes.values()), steps=self.steps, emits=self.emits,
-                          log=self.log, definitions=self.definitions,
-                          finishes_root=self.finishes_root, done=self.done)
+        t = self.t
+        if len(self.latest) != len(t.writes):  # an execution written more than once
+            t.writes = [s for s in t.writes if self.latest[s.execId] is s]
+        return t

@@ -37,6 +37,8 @@ class RootInfo(msgspec.Struct, frozen=True):
 
 
 class ExecState(msgspec.Struct):
+    # The machine builds states positionally (machine.py ``start``, ``spawn``): a new field
+    # goes last, and the order of these is not changed (tests/machine/test_state_order.py).
     execId: str
     rootId: str
     partition: int
@@ -196,14 +198,6 @@ _log_line = msgspec.json.Decoder(list[LogEntry])
 _packed_line = msgspec.json.Decoder(_Line)
 
 
-def _relative(exec_id: str, root: str) -> str:
-    if exec_id == root:
-        return ""
-    if exec_id.startswith(root) and exec_id[len(root):len(root) + 1] == ".":
-        return exec_id[len(root):]
-    return exec_id  # never in one tree's log; kept whole rather than lost
-
-
 def _absolute(rel: str, root: str) -> str:
     # A whole execution id never starts with "." (ids are "N-<uuid>[.v...]").
     return root if not rel else root + rel if rel[0] == "." else rel
@@ -248,15 +242,24 @@ def encode_log(entries: list[LogEntry]) -> bytes:
     """One transition's log entries as one line of an event log (``decode_log`` reads it)."""
     if not entries:
         return b"[]\n"
-    root = entries[0].execId.split(".", 1)[0]
-    base = entries[0].at
-    packed = [
-        _Packed(_TYPE_CODE.get(e.type, e.type), _relative(e.execId, root), e.at - base,
-                e.blockId, e.blockType, e.durationMs, e.ok, e.error, e.matchedConditionId,
-                e.next, None if e.child is None else _relative(e.child, root), e.result,
-                _pack_detail(e.execId, e.detail) if e.type == "started" and e.detail
-                else e.detail, e.writes)
-        for e in entries]
+    first = entries[0]
+    root = first.execId.split(".", 1)[0]
+    base = first.at
+    # An id relative to the root: "" for the root, ".N..." below it, any other kept whole
+    # (never in one tree's log). Inline, not a helper: it runs for every entry of a commit.
+    below, cut = root + ".", len(root)
+    packed = []
+    for e in entries:
+        exec_id, child, detail = e.execId, e.child, e.detail
+        if child is not None:
+            child = "" if child == root else child[cut:] if child.startswith(below) else child
+        if detail and e.type == "started":
+            detail = _pack_detail(exec_id, detail)
+        packed.append(_Packed(
+            _TYPE_CODE.get(e.type, e.type),
+            "" if exec_id == root else exec_id[cut:] if exec_id.startswith(below) else exec_id,
+            e.at - base, e.blockId, e.blockType, e.durationMs, e.ok, e.error,
+            e.matchedConditionId, e.next, child, e.result, detail, e.writes))
     return state_encoder.encode(_Line(root, base, packed)) + b"\n"
 
 

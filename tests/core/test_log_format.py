@@ -74,3 +74,21 @@ def test_a_started_detail_that_repeats_the_parent_or_the_inputs_is_restored_in_i
     assert decoded == [derived, kept]
     assert [list((e.detail or {}).items()) for e in decoded] == [
         list((e.detail or {}).items()) for e in [derived, kept]]
+
+
+def test_a_line_is_written_byte_for_byte_as_the_format_of_this_version_writes_it() -> None:
+    """The encoder may get faster, never different: a line written today must read the same
+    to every worker of this version (and to replay), so its bytes are pinned."""
+    assert encode_log(one_hop_entries()) == (
+        b'["2-16edb9e2998374597e8a995d72d6740c",1796197039965,[{"t":"s","b":"c","d":'
+        b'{"publishedToolId":"bench","inputs":{"n":"7"},"variables":0}},{"t":"p","a":1,'
+        b'"b":"c","c":".2"},{"t":"s","e":".2","a":1,"b":"r","d":{"publishedToolId":"child",'
+        b'"parent":0}},{"t":"b","e":".2","a":1,"b":"r","y":"return","m":0,"o":true,"r":"7"},'
+        b'{"t":"f","e":".2","a":1,"o":true,"r":"7"},{"t":"b","a":1,"b":"c","y":"callTool",'
+        b'"m":0,"o":true,"n":"r","w":{"o":"7"}},{"t":"a","a":5,"o":false,"x":{"code":'
+        b'"TOOL_TIMEOUT","message":"took too long"},"k":"m"}]]\n')
+    assert encode_log([LogEntry("started", "2-ab", 5, blockId="a"),
+                       LogEntry("custom", "7-other", 3, child="7-other.4"),
+                       LogEntry("block", "2-ab.3", 6, child="2-ab")]) == (
+        b'["2-ab",5,[{"t":"s","b":"a"},{"t":"custom","e":"7-other","a":-2,"c":"7-other.4"},'
+        b'{"t":"b","e":".3","a":1,"c":""}]]\n')

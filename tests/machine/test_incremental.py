@@ -18,7 +18,7 @@ from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, Transition
 from chatflow.schemas.definition import ToolDefinition
-from tests.core.tools import call, ret, script, to, tool
+from tests.core.tools import call, http, ret, script, to, tool
 from tests.machine.driver import Driver, Outcomes, command
 from tests.machine.reference_runahead import ReferenceRunAhead
 from tests.machine.test_properties import CASES, outcome_tables, tools
@@ -150,3 +150,56 @@ def test_a_block_planned_before_the_deadline_is_not_run_once_the_deadline_passed
     (carried,) = asyncio.run(ahead.carry(0, [first]))
     assert ran == []
     assert carried is first  # nothing decided in this hop: the step waits for the next
+
+
+def test_a_parent_written_in_an_earlier_hop_is_read_and_resumed_as_the_full_rebuild_does() -> None:
+    """The child's httpCall ends the first hop; in the second, the child returns and its
+    parent, which that hop did not write, is read (``load_states``) and resumed inline,
+    guarded by its version: the same commits as the full rebuild's, byte for byte."""
+    tools_ = {"pt": tool("c", call("c", "child", "o", to("r"), inputs={"n": "c"}),
+                         ret("r", "<{{o}}>")),
+              "child": tool("h", http("h", "http://x", to("r")), ret("r", "{{v}}!"))}
+    runs = {kind.__name__: Driver(tools_, writes(v="c"), run_ahead=True, ahead=kind).run(
+        command("pt")) for kind in (RunAhead, ReferenceRunAhead)}
+    run = runs["RunAhead"]
+    assert (run.result.result, run.transitions) == ("<c!>", 2)
+    assert run.committed == runs["ReferenceRunAhead"].committed
+    last = msgspec.json.decode(run.committed[-1], type=Transition)
+    assert last.finishes_root and last.also_expect == [("0-root", 3)]  # the waiting parent
+
+
+class RaisingResume(Machine):
+    """A machine that builds a parent's resume into the carried transition, then raises."""
+
+    def after_child(self, *args: Any, **kwargs: Any) -> Any:
+        super().after_child(*args, **kwargs)
+        raise RuntimeError("resume failed after building its decision")
+
+
+def test_a_resume_that_raises_leaves_nothing_of_it_in_the_carried_transition() -> None:
+    """The parent's resume step is left for its own hop, as the full rebuild leaves it: what
+    the machine had built into the carried transition before it raised is taken out."""
+    tools_ = {"pt": tool("c", call("c", "child", "o", to("r"), inputs={"n": "c"}),
+                         ret("r", "<{{o}}>")),
+              "child": tool("r", ret("r", "{{n}}!"))}
+    carried = {}
+    for kind in (RunAhead, ReferenceRunAhead):
+        machine = RaisingResume()
+        driver = Driver(tools_, writes(), machine)
+        published = driver.published("pt")
+        assert published is not None
+        first = machine.start(command("pt"), published, "pt", b"", exec_id="0-root",
+                              partition=0, now=1_000, debug=False)
+
+        async def run_block(state: ExecState, block: Any, m: Machine = machine,
+                            d: Driver = driver) -> Transition:
+            return m.after_run(state, block, d._result(state, block), 1_000)
+
+        ahead = kind(machine, driver.definition, run_block=run_block, clock=lambda: 1_000)
+        (t,) = asyncio.run(ahead.carry(0, [first]))
+        assert t is not None
+        carried[kind.__name__] = t
+    t = carried["RunAhead"]
+    assert msgspec.json.encode(t) == msgspec.json.encode(carried["ReferenceRunAhead"])
+    assert [(s.kind, s.exec_id) for s in t.steps] == [("resume", "0-root")]
+    assert not t.finishes_root and [e.type for e in t.log][-1] == "finished"
