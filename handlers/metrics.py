@@ -19,6 +19,7 @@ import re
 import threading
 from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -159,7 +160,7 @@ class SharedCounters:
 SHARED = SharedCounters()
 REGISTRY.register(SHARED)
 
-class _Executed(msgspec.Struct):
+class _Executed(msgspec.Struct, gc=False):
     """The fields of a ToolExecutionStreamEvent the metrics read; the rest is skipped."""
 
     publishedToolId: str
@@ -168,7 +169,7 @@ class _Executed(msgspec.Struct):
     errorCode: str | None = None
 
 
-class _Answered(msgspec.Struct):
+class _Answered(msgspec.Struct, gc=False):
     ok: bool = False
 
 
@@ -243,24 +244,24 @@ def _gather(commits: Sequence[Any], verdicts: Sequence[int]) -> tuple[
 
 def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], float],
                    seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]]) -> None:
-    executions = _decoded(_exec, [e.data for e in emits if e.kind == "execution"],
-                          lambda e: (e.publishedToolId, e.success,
-                                     e.errorCode == "tool_not_found", e.durationMs))
-    for (published, success, not_found, ms), n in Tally(executions).items():
+    executions = _decoded(_exec, [e.data for e in emits if e.kind == "execution"])
+    for (published, success, code, ms), n in Tally(map(_EXECUTED, executions)).items():
         outcome = "success" if success else "failure"
         # A publishedToolId the registry does not know is not a tool: one label for all,
         # so commands naming made-up ids cannot use up the per-tool label slots.
-        tool = UNKNOWN if not_found else tool_label(published)
+        tool = UNKNOWN if code == "tool_not_found" else tool_label(published)
         _count(counts, EXECUTIONS, tool, outcome, n=n)
         _tally(seconds, EXECUTION_SECONDS, (tool, outcome), ms, n)
-    results = [e.data for e in emits if e.kind == "result"]
-    for ok, n in Tally(_decoded(_result_ok, results, lambda r: r.ok)).items():
+    results = _decoded(_result_ok, [e.data for e in emits if e.kind == "result"])
+    for ok, n in Tally(r.ok for r in results).items():
         _count(counts, RESULTS, "ok" if ok else "error", n=n)
-    usages = [e.data for e in emits if e.kind == "llm_usage"]
-    for usage in _decoded(_usage, usages, lambda u: u):
+    for usage in _decoded(_usage, [e.data for e in emits if e.kind == "llm_usage"]):
         capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
         _count(counts, LLM_TOKENS, capability, "prompt", n=usage.promptTokens)
         _count(counts, LLM_TOKENS, capability, "completion", n=usage.completionTokens)
+
+
+_EXECUTED = attrgetter("publishedToolId", "success", "errorCode", "durationMs")
 
 
 def _tally(seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]], metric: Any,
@@ -269,12 +270,12 @@ def _tally(seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]], metric: A
     by_ms[ms] = by_ms.get(ms, 0) + n
 
 
-def _decoded(decoder: Any, raws: list[bytes], pick: Callable[[Any], Any]) -> list[Any]:
-    """``pick(decoded)`` of each of ``raws`` that decodes; a malformed one counts nothing."""
+def _decoded(decoder: Any, raws: list[bytes]) -> list[Any]:
+    """Each of ``raws`` decoded; a malformed one counts nothing."""
     out = []
     for raw in raws:
         try:
-            out.append(pick(decoder.decode(raw)))
+            out.append(decoder.decode(raw))
         except (msgspec.DecodeError, ValueError):
             continue
     return out
