@@ -17,7 +17,8 @@ Valkey commands per execution by command, from INFO commandstats (commands that 
 scripts call are counted too), stream entries appended (the producer's one included),
 bytes the workers sent to Valkey, round trips (bench/counted_worker.py counts every
 packed write of the worker's redis-py connections), worker and Valkey CPU per execution,
-and the idle round trips per second of one worker with nothing to do. --json writes
+the idle round trips per second of one worker with nothing to do, and Valkey's µs per call
+of each command (INFO commandstats: a script's time includes the commands it calls). --json writes
 every figure as one JSON document on stdout instead of the table.
 
 --rounds N runs each (scenario, W) N times, each round right after its own baseline,
