@@ -197,19 +197,19 @@ def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
     blocks, codes, emits, dropped = _gather(commits, verdicts)
     counts: dict[tuple[Any, tuple[str, ...]], float] = {}
     seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]] = {}
-    for verdict, n in Tally(dropped).items():
+    for verdict, n in _by_value(dropped):
         _count(counts, STALE, _DROPPED.get(verdict, "other"), n=n)
-    for (block_type, ok, ms), n in Tally(blocks).items():
+    for (block_type, ok, ms), n in _by_value(blocks):
         label = block_type if block_type in BLOCK_TYPES else OTHER
         _count(counts, BLOCK_STEPS, label, "ok" if ok else "error", n=n)
         _tally(seconds, BLOCK_SECONDS, (label,), ms or 0, n)
-    for code, n in Tally(codes).items():
+    for code, n in _by_value(codes):
         _count(counts, ERRORS, code_label(code), n=n)
         if code in GUARDRAILS:
             _count(counts, GUARDRAIL_TRIPS, GUARDRAILS[code], n=n)
     _observe_emits(emits, counts, seconds)
     for (metric, labels), amount in counts.items():
-        _child(metric, *labels).inc(amount)
+        _adder(metric, labels)(amount)
     for (metric, labels), by_ms in seconds.items():
         _observe_tally(_child(metric, *labels), {ms / 1000: n for ms, n in by_ms.items()})
 
@@ -245,7 +245,7 @@ def _gather(commits: Sequence[Any], verdicts: Sequence[int]) -> tuple[
 def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], float],
                    seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]]) -> None:
     executions = _decoded(_exec, [e.data for e in emits if e.kind == "execution"])
-    for (published, success, code, ms), n in Tally(map(_EXECUTED, executions)).items():
+    for (published, success, code, ms), n in _by_value(list(map(_EXECUTED, executions))):
         outcome = "success" if success else "failure"
         # A publishedToolId the registry does not know is not a tool: one label for all,
         # so commands naming made-up ids cannot use up the per-tool label slots.
@@ -253,7 +253,7 @@ def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], f
         _count(counts, EXECUTIONS, tool, outcome, n=n)
         _tally(seconds, EXECUTION_SECONDS, (tool, outcome), ms, n)
     results = _decoded(_result_ok, [e.data for e in emits if e.kind == "result"])
-    for ok, n in Tally(r.ok for r in results).items():
+    for ok, n in _by_value([r.ok for r in results]):
         _count(counts, RESULTS, "ok" if ok else "error", n=n)
     for usage in _decoded(_usage, [e.data for e in emits if e.kind == "llm_usage"]):
         capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER
@@ -262,6 +262,12 @@ def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], f
 
 
 _EXECUTED = attrgetter("publishedToolId", "success", "errorCode", "durationMs")
+
+
+def _by_value(items: list[Any]) -> Iterable[tuple[Any, int]]:
+    """``(value, how many times)`` for each distinct value of ``items`` (most lists of a batch
+    are empty: no dropped commit, no error; a Counter costs a few µs even then)."""
+    return Tally(items).items() if items else ()
 
 
 def _tally(seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]], metric: Any,
@@ -326,6 +332,22 @@ def _child(metric: Any, *values: str) -> Any:
     if child is None:
         child = _children[key] = metric.labels(*values)
     return child
+
+
+_adders: dict[tuple[int, tuple[str, ...]], Callable[[float], None]] = {}
+
+
+def _adder(metric: Any, labels: tuple[str, ...]) -> Callable[[float], None]:
+    """The ``inc`` of a counter's label set, memoised: its value's own ``inc`` (one lock),
+    past ``Counter.inc``'s checks (a non-negative amount, an observable metric: both hold
+    for every count here); a client without it gets ``inc``."""
+    key = (id(metric), labels)
+    add = _adders.get(key)
+    if add is None:
+        child = _child(metric, *labels)
+        fast = getattr(getattr(child, "_value", None), "inc", None)
+        add = _adders[key] = fast if callable(fast) else child.inc
+    return add
 
 
 def reaper_action(action: str, n: int = 1) -> None:
