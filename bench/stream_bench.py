@@ -1,7 +1,7 @@
 """Benchmark the full stream path against a bare redis-py loop, in one run.
 
     python -m bench.stream_bench [--executions 3000] [--workers 1,2] [--redis-url URL]
-                                 [--cluster] [--inflight-memory N]
+                                 [--cluster] [--inflight-memory N] [--rounds N] [--json]
 
 Scenarios, each with W worker processes on the same Valkey:
   baseline   a bare batched XREADGROUP/XADD/XACK loop, 3 hops per execution
@@ -17,8 +17,13 @@ Valkey commands per execution by command, from INFO commandstats (commands that 
 scripts call are counted too), stream entries appended (the producer's one included),
 bytes the workers sent to Valkey, round trips (bench/counted_worker.py counts every
 packed write of the worker's redis-py connections), worker and Valkey CPU per execution,
-and the idle round trips per second of one worker with nothing to do. --json writes
+the idle round trips per second of one worker with nothing to do, and Valkey's µs per call
+of each command (INFO commandstats: a script's time includes the commands it calls). --json writes
 every figure as one JSON document on stdout instead of the table.
+
+--rounds N runs each (scenario, W) N times, each round right after its own baseline,
+and reports each figure's median of the rounds under the same keys, with its min and
+max in ``min_max`` (the table prints a median row per scenario after the rounds).
 
 --cluster runs the stream scenarios on a local 3-master Valkey cluster (outbox + relay;
 the bare baseline is single-node only). --inflight-memory N holds N executions in
@@ -43,6 +48,7 @@ from typing import Any
 import psutil
 import redis.asyncio as aioredis
 
+from bench.rounds import median_of, summary_row
 from bench.work import IDLE_WINDOW_S, RoundTrips, Work, WorkMeter
 from chatflow.handlers.client import wait_results
 from chatflow.handlers.embedded import EmbeddedServer, free_port
@@ -380,6 +386,38 @@ async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
         await client.aclose()
 
 
+async def rounds_of(url: str, server: list[psutil.Process], names: list[str], workers: int,
+                    executions: int, tools: list[dict[str, Any]], rounds: int,
+                    quiet: bool) -> list[dict[str, Any]]:
+    """Every scenario of ``names`` at W=``workers``, ``rounds`` times; one document each, the
+    median of its rounds (bench/rounds.py). Each round runs the baseline first: a scenario's
+    ratio is to the baseline measured just before it, not to one taken minutes earlier."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for r in range(rounds):
+        tag = f"round {r + 1}/{rounds} " if rounds > 1 else ""
+        base: Figures | None = None
+        for name in names:
+            fig = await scenario(url, server, name, workers, executions, tools)
+            base = fig if name == "baseline" else base
+            ref = None if name == "baseline" else base
+            runs[name].append(fig.as_dict(ref))
+            if not quiet:
+                print(tag + ("cluster " if CLUSTER else "") + fig.row(ref), flush=True)
+                print("\n".join(fig.work_rows()), flush=True)
+    summaries = [median_of(runs[name]) for name in names]
+    if not quiet and rounds > 1:
+        for summary in summaries:
+            print(summary_row(summary), flush=True)
+    return summaries
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -391,6 +429,9 @@ async def main() -> None:
     parser.add_argument("--cluster", action="store_true", help="on a local 3-master cluster")
     parser.add_argument("--inflight-memory", type=int, default=0, metavar="N",
                         help="only measure memory per in-flight execution with N parked")
+    parser.add_argument("--rounds", type=positive, default=1,
+                        help="run each (scenario, workers) N times, each round after its own "
+                             "baseline; report each figure's median, min and max")
     parser.add_argument("--json", action="store_true",
                         help="print every figure as one JSON document instead of the table")
     args = parser.parse_args()
@@ -416,15 +457,8 @@ async def main() -> None:
             tools.append(http_3(echo_base))
         report: list[dict[str, Any]] = []
         for workers in [int(w) for w in args.workers.split(",")]:
-            base: Figures | None = None
-            for name in scenarios.split(","):
-                fig = await scenario(url, server_procs, name, workers, args.executions, tools)
-                base = fig if name == "baseline" else base
-                ref = None if name == "baseline" else base
-                report.append(fig.as_dict(ref))
-                if not args.json:
-                    print(("cluster " if CLUSTER else "") + fig.row(ref), flush=True)
-                    print("\n".join(fig.work_rows()), flush=True)
+            report += await rounds_of(url, server_procs, scenarios.split(","), workers,
+                                      args.executions, tools, args.rounds, quiet=args.json)
         if args.json:
             print(json.dumps({"cluster": CLUSTER, "runs": report}, indent=2))
     finally:

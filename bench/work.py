@@ -40,6 +40,8 @@ class Work:
     round_trips: int
     idle_round_trips_per_s: float  # one worker, nothing to do
     notes: list[str] = field(default_factory=list)
+    # INFO commandstats: Valkey's µs per call of each command (the driver's calls included)
+    usec_per_call: dict[str, float] = field(default_factory=dict)
 
     def per(self, n: float) -> float:
         return n / self.executions
@@ -52,6 +54,10 @@ class Work:
             "bytes_in_per_execution": round(self.per(self.bytes_in)),
             "round_trips_per_execution": round(self.per(self.round_trips), 3),
             "idle_round_trips_per_s_per_worker": round(self.idle_round_trips_per_s, 2),
+            # Time Valkey spent in each command (a script's includes the commands it called,
+            # which are counted under their own names too): where a script's cost shows.
+            "usec_per_call_by_name": {k: self.usec_per_call[k] for k, _ in self.top()
+                                      if k in self.usec_per_call},
         }
 
     def top(self) -> list[tuple[str, int]]:
@@ -67,6 +73,8 @@ class Work:
             f"{d['round_trips_per_execution']:g} round trips; idle: "
             f"{d['idle_round_trips_per_s_per_worker']:g} round trips/s per worker",
             f"by command: {by_name}",
+            "Valkey µs per call: " + "  ".join(
+                f"{k} {v:g}" for k, v in list(d["usec_per_call_by_name"].items())[:6]),
         ]
 
 
@@ -120,14 +128,17 @@ class WorkMeter:
         net = await self.client.info("stats")
         driver_in = await self._driver_bytes() - self.driver_in0
         commands: dict[str, int] = {}
+        usec: dict[str, float] = {}
         for key, value in stats.items():
             name = key.removeprefix("cmdstat_")
             if name not in _METER_COMMANDS:
                 commands[name] = int(value["calls"])
+                usec[name] = round(float(value.get("usec_per_call", 0)), 2)
         entries = commands.get("xadd", 0) - driver_xadds
         for name, mine in (("xadd", driver_xadds), ("xread", driver_reads), ("xrevrange", 1)):
             if name in commands:
                 commands[name] = max(0, commands[name] - mine)
         commands = {k: v for k, v in commands.items() if v}
         bytes_in = int(net["total_net_input_bytes"]) - driver_in
-        return Work(executions, commands, entries, bytes_in, round_trips, idle_rate)
+        return Work(executions, commands, entries, bytes_in, round_trips, idle_rate,
+                    usec_per_call=usec)

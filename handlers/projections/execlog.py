@@ -1,12 +1,14 @@
 """The execution log projection: ``stream:tool-executions`` -> per-tool dedup log + hourly buckets.
 
-Per tool (hash tag ``{proj:<toolId>}``, so one Lua call updates all of them):
+Per tool (hash tag ``{proj:<toolId>}``, so one Lua call updates all of them on a cluster; on
+one node one call applies a whole batch, every tool, and acks it):
 
-* ``:log``     zset executionId -> occurredAt ms. ``ZADD NX`` is the dedup: an
-  event delivered twice (redelivery, reclaim, a rebuild over a live projection)
-  is counted once, in the same script as the counters. Kept for the log retention
-  (8 days by default: the 7-day window plus a day), the longest an event can arrive late
-  and still be counted.
+* ``:log``     zset executionId -> occurredAt ms: the dedup. The script asks it which of a
+  batch's ids it holds (one ``ZMSCORE``) and adds the new ones (one ``ZADD``), so an event
+  delivered twice (redelivery, reclaim, a rebuild over a live projection) is counted once,
+  in the same script as the counters. Kept for the log retention (8 days by default: the
+  7-day window plus a day), the longest an event can arrive late and still be counted;
+  pruned by each process at most once a minute per tool.
 * ``:buckets`` hash ``<hour>:n`` / ``<hour>:ok`` / ``<hour>:ms`` (hour = epoch ms // 3.6e6).
 
 No audit row per execution: the event's JSON is in the source stream for its retention,
@@ -21,12 +23,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable, Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import structlog
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from chatflow.schemas.wire import ToolExecutionStreamEvent
@@ -40,77 +42,145 @@ from .progress import GroupProgress, entry_id, text
 log = structlog.get_logger("chatflow.projections")
 _decode = msgspec.json.Decoder(ToolExecutionStreamEvent)
 
-# KEYS: log zset, legacy events hash (only emptied), buckets hash (one tool)
-# ARGV: log floor ms, bucket floor hour, then per event three values: dedup id, occurred ms,
-#       signed duration (ms when it succeeded, -1 - ms when it failed: one argument fewer per
-#       event on the hot path; the hour is computed here for the same reason).
-# Returns one verdict per event: 1 applied, 0 duplicate, -1 older than the log floor.
+# One call applies a batch: every tool of it on one node, one tool on a cluster (a tool's keys
+# share its hash tag; the tools set and the source stream are in other slots).
+# KEYS: [tools set, source stream when ARGV[3] is 1], then per tool: log zset, legacy events
+#       hash (only emptied), buckets hash.
+# ARGV: log floor ms, bucket floor hour, direct (1: SADD each tool into KEYS[1] and XACK the
+#       batch's entries of KEYS[2] here, atomically with the counts: one round trip per batch),
+#       [group, number of entry ids, the ids: when direct], then per tool: its id, its number of
+#       events, whether to prune its log now (1/0: ids past the log floor go at most once a
+#       minute, not on every call), and per event three values: dedup id, occurred ms, signed
+#       duration (ms when it succeeded, -1 - ms when it failed: one argument fewer per event;
+#       the hour is computed here for the same reason).
+# Returns one verdict per event, in order: 1 applied, 0 duplicate, -1 older than the log floor.
 _APPLY = """
-local log_floor = tonumber(ARGV[1])
-local verdicts = {}
-local fresh_hour = false
--- A read model: the batch's counters are summed per hour here and written once per hour
--- (three HINCRBYs per tool and hour for the whole batch, not three per event).
-local hours, sums = {}, {}
-for i = 3, #ARGV, 3 do
-  local id, occurred, signed = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  if occurred < log_floor then
-    verdicts[#verdicts + 1] = -1
-  elseif redis.call('ZADD', KEYS[1], 'NX', occurred, id) == 0 then
-    verdicts[#verdicts + 1] = 0
-  else
-    local h = string.format('%d', math.floor(occurred / 3600000))
-    local sum = sums[h]
-    if sum == nil then
-      sum = {0, 0, 0}
-      sums[h] = sum
-      hours[#hours + 1] = h
+local log_floor, bucket_floor = tonumber(ARGV[1]), tonumber(ARGV[2])
+local direct = ARGV[3] == '1'
+local k, a = 1, 4
+local function call_all(cmd, key, args)
+  -- unpack() is bounded by Lua's C stack: a rebuild's page of history goes in parts
+  if #args <= 4000 then return redis.call(cmd, key, unpack(args)) end
+  local out = {}
+  for i = 1, #args, 4000 do
+    local part = redis.call(cmd, key, unpack(args, i, math.min(i + 3999, #args)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do out[#out + 1] = v end
     end
-    sum[1] = sum[1] + 1
-    if signed >= 0 then
-      sum[2] = sum[2] + 1
-      sum[3] = sum[3] + signed
+  end
+  return out
+end
+if direct then
+  local n = tonumber(ARGV[5])
+  for i = 1, n, 4000 do
+    redis.call('XACK', KEYS[2], ARGV[4], unpack(ARGV, 5 + i, 5 + math.min(i + 3999, n)))
+  end
+  k, a = 3, 6 + n
+end
+local verdicts, tools = {}, {}
+while a <= #ARGV do
+  local tool, n, prune = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2] == '1'
+  a = a + 1
+  local log_key, events_key, buckets_key = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+  tools[#tools + 1] = tool
+  -- The dedup: which ids the log already holds, one ZMSCORE for the batch (one ZADD NX per
+  -- event was most of this script's time); an id twice in one batch counts once.
+  local ids = {}
+  for i = 1, n do ids[i] = ARGV[a + 2 + 3 * (i - 1)] end
+  local known = call_all('ZMSCORE', log_key, ids)
+  local seen, added = {}, {}
+  -- A read model: the batch's counters are summed per hour here and written once per hour
+  -- (three HINCRBYs per tool and hour for the whole batch, not three per event).
+  local hours, sums = {}, {}
+  for i = 1, n do
+    local p = a + 2 + 3 * (i - 1)
+    local id, occurred, signed = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+    if occurred < log_floor then
+      verdicts[#verdicts + 1] = -1
+    elseif known[i] or seen[id] then
+      verdicts[#verdicts + 1] = 0
     else
-      sum[3] = sum[3] - 1 - signed
+      seen[id] = true
+      added[#added + 1] = occurred
+      added[#added + 1] = id
+      local h = math.floor(occurred / 3600000)  -- a whole number: '..' writes it as digits
+      local sum = sums[h]
+      if sum == nil then
+        sum = {0, 0, 0}
+        sums[h] = sum
+        hours[#hours + 1] = h
+      end
+      sum[1] = sum[1] + 1
+      if signed >= 0 then
+        sum[2] = sum[2] + 1
+        sum[3] = sum[3] + signed
+      else
+        sum[3] = sum[3] - 1 - signed
+      end
+      verdicts[#verdicts + 1] = 1
     end
-    verdicts[#verdicts + 1] = 1
   end
-end
-for _, h in ipairs(hours) do
-  local sum = sums[h]
-  if redis.call('HINCRBY', KEYS[3], h .. ':n', sum[1]) == sum[1] then fresh_hour = true end
-  redis.call('HINCRBY', KEYS[3], h .. ':ok', sum[2])
-  redis.call('HINCRBY', KEYS[3], h .. ':ms', sum[3])
-end
-local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, 500)
-if #old > 0 then
-  redis.call('ZREM', KEYS[1], unpack(old))
-  redis.call('HDEL', KEYS[2], unpack(old))
-end
-if fresh_hour then
-  local floor = tonumber(ARGV[2])
-  local stale = {}
-  for _, f in ipairs(redis.call('HKEYS', KEYS[3])) do
-    local hour = tonumber(string.match(f, '^(%d+):'))
-    if hour and hour < floor then stale[#stale + 1] = f end
+  if #added > 0 then call_all('ZADD', log_key, added) end
+  local fresh_hour = false
+  for _, h in ipairs(hours) do
+    local sum = sums[h]
+    if redis.call('HINCRBY', buckets_key, h .. ':n', sum[1]) == sum[1] then fresh_hour = true end
+    redis.call('HINCRBY', buckets_key, h .. ':ok', sum[2])
+    redis.call('HINCRBY', buckets_key, h .. ':ms', sum[3])
   end
-  if #stale > 0 then redis.call('HDEL', KEYS[3], unpack(stale)) end
+  if prune then
+    local old = redis.call('ZRANGEBYSCORE', log_key, '-inf', '(' .. ARGV[1], 'LIMIT', 0, 500)
+    if #old > 0 then
+      redis.call('ZREM', log_key, unpack(old))
+      redis.call('HDEL', events_key, unpack(old))
+    end
+  end
+  if fresh_hour then
+    local stale = {}
+    for _, f in ipairs(redis.call('HKEYS', buckets_key)) do
+      local hour = tonumber(string.match(f, '^(%d+):'))
+      if hour and hour < bucket_floor then stale[#stale + 1] = f end
+    end
+    if #stale > 0 then redis.call('HDEL', buckets_key, unpack(stale)) end
+  end
+  k, a = k + 3, a + 2 + 3 * n
 end
+if direct and #tools > 0 then redis.call('SADD', KEYS[1], unpack(tools)) end
 return verdicts
 """
+
+
+PRUNE_EVERY_MS = 60_000
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True, slots=True)
-class Parsed:
+class Parsed(NamedTuple):
+    """One event as the projection counts it (a tuple: made per event, a frozen dataclass
+    cost a microsecond to build)."""
+
     dedup: str
     tool: str
     occurred_ms: int
     ok: bool
     duration_ms: int
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields of a ToolExecutionStreamEvent the projection reads, ``occurredAt`` parsed
+    by msgspec (RFC 3339, as this runtime writes it); the rest of the event is skipped."""
+
+    toolId: str
+    publishedToolId: str
+    durationMs: int
+    success: bool
+    occurredAt: datetime
+    executionId: str = ""
+
+
+_fast = msgspec.json.Decoder(_Event)
 
 
 def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
@@ -119,19 +189,25 @@ def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
     if raw is None:
         return None
     try:
-        event = _decode.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    entry_ms = int(entry_id.split(b"-", 1)[0])
-    try:
-        occurred = int(datetime.fromisoformat(event.occurredAt).timestamp() * 1000)
-    except ValueError:
-        occurred = entry_ms
+        fast = _fast.decode(raw)
+        occurred = int(fast.occurredAt.timestamp() * 1000)
+        tool, dedup, ok, ms = fast.toolId or fast.publishedToolId, fast.executionId, \
+            fast.success, fast.durationMs
+    except (msgspec.DecodeError, ValueError, OverflowError):
+        # An outside producer's event, its time in another form: read as before.
+        try:
+            event = _decode.decode(raw)
+        except msgspec.DecodeError:
+            return None
+        try:
+            occurred = int(datetime.fromisoformat(event.occurredAt).timestamp() * 1000)
+        except ValueError:
+            occurred = int(entry_id.split(b"-", 1)[0])
+        tool, dedup, ok, ms = event.toolId or event.publishedToolId, event.executionId, \
+            event.success, event.durationMs
     # Events of this runtime carry executionId; an outside producer's (the seed's shape)
     # may not, and then the stream entry id is the stable identity of a redelivery.
-    dedup = event.executionId or f"entry:{entry_id.decode()}"
-    tool = event.toolId or event.publishedToolId
-    return Parsed(dedup, tool, occurred, event.success, max(0, event.durationMs))
+    return Parsed(dedup or f"entry:{entry_id.decode()}", tool, occurred, ok, max(0, ms))
 
 
 class ExecutionLog:
@@ -146,65 +222,104 @@ class ExecutionLog:
         self.log_retention_ms = log_retention_ms
         self.clock = clock
         self._apply = client.register_script(_APPLY)
+        # One node: the whole batch (every tool, the tools set, the ack) in one script call.
+        # A cluster: one call per tool (its keys share a slot), then the SADDs and the XACK.
+        self.direct = not isinstance(client, RedisCluster)
+        self._pruned: dict[str, int] = {}  # tool -> when this process last pruned its log
         self.applied = 0
         self.duplicates = 0
         self.progress = GroupProgress(client, keys.executions, PROJECTION_GROUP)
 
     async def apply(self, entries: list[Entry]) -> int:
         """Apply entries (any order, any number of times); returns how many were new."""
-        return await self.apply_rows([p for p in (parse_entry(i, f) for i, f in entries)
-                                      if p is not None])
+        return await self.apply_rows(_rows(entries))
 
     async def apply_rows(self, rows: list[Parsed]) -> int:
         """Apply parsed events (from the stream, or runs read back from the history)."""
-        if not rows:
+        return await self._run(rows, [])
+
+    async def process(self, entries: list[Entry]) -> None:
+        """The consumer-group handler: apply, then ack (a crash in between redelivers: harmless).
+        On one node the ack is in the script that applies the batch: one round trip."""
+        ids = [entry_id for entry_id, _ in entries]
+        await self._run(_rows(entries), ids if self.direct else [])
+        if ids and not self.direct:
+            await self.client.xack(self.keys.executions, PROJECTION_GROUP, *ids)
+        await self.progress.advanced()
+
+    async def _run(self, rows: list[Parsed], ack: list[bytes]) -> int:
+        if not rows and not ack:
             return 0
         now = self.clock()
         log_floor = now - self.log_retention_ms
         bucket_floor = now // HOUR_MS - WINDOW_HOURS - 24  # keep a day beyond the window
-        k, ns = self.keys, self.ns
         by_tool: dict[str, list[Parsed]] = {}
         for r in rows:
             by_tool.setdefault(r.tool, []).append(r)
+        calls = ([self._call(by_tool, log_floor, bucket_floor, ack, now)] if self.direct else
+                 [self._call({tool: group}, log_floor, bucket_floor, [], now)
+                  for tool, group in by_tool.items()])
         for attempt in (1, 2):
-            # One script call per tool and batch. EVALSHA queued by hand: redis-py's
-            # ClusterPipeline refuses Script objects.
-            async with self.client.pipeline(transaction=False) as pipe:
-                for tool, group in by_tool.items():
-                    args: list[Any] = [log_floor, bucket_floor]
-                    for r in group:
-                        args += [r.dedup, r.occurred_ms,
-                                 r.duration_ms if r.ok else -1 - r.duration_ms]
-                    pipe.execute_command("EVALSHA", self._apply.sha, 3, k.proj_log(tool, ns),
-                                         k.proj_events(tool, ns), k.proj_buckets(tool, ns), *args)
-                for tool in by_tool:
-                    pipe.sadd(k.proj_tools(ns), tool)
-                try:
-                    replies = await pipe.execute()
-                    break
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-                    await self.client.script_load(_APPLY)  # every primary, on a cluster
-        verdicts = [int(v) for reply in replies[:len(by_tool)] for v in reply]
+            try:
+                replies = await self._execute(calls, [] if self.direct else list(by_tool))
+                break
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                await self.client.script_load(_APPLY)  # every primary, on a cluster
+        verdicts = [int(v) for reply in replies for v in reply]
         new = verdicts.count(1)
         self.applied += new
         self.duplicates += verdicts.count(0)
         return new
 
-    async def process(self, entries: list[Entry]) -> None:
-        """The consumer-group handler: apply, then ack (a crash in between redelivers: harmless)."""
-        await self.apply(entries)
-        ids = [entry_id for entry_id, _ in entries]
-        if ids:
-            await self.client.xack(self.keys.executions, PROJECTION_GROUP, *ids)
-        await self.progress.advanced()
+    def _prune(self, tool: str, now: int) -> bool:
+        """Whether this call prunes ``tool``'s log: at most once a minute per tool and process
+        (an id past the log floor is refused by the floor anyway; only its memory waits)."""
+        if now < self._pruned.get(tool, -PRUNE_EVERY_MS) + PRUNE_EVERY_MS:
+            return False
+        if len(self._pruned) >= 4096:  # bounded: forgetting only prunes again
+            self._pruned.clear()
+        self._pruned[tool] = now
+        return True
+
+    def _call(self, by_tool: dict[str, list[Parsed]], log_floor: int, bucket_floor: int,
+              ack: list[bytes], now: int) -> list[Any]:
+        """The EVALSHA arguments of one script call (the layout above ``_APPLY``)."""
+        k, ns = self.keys, self.ns
+        keys: list[Any] = []
+        args: list[Any] = [log_floor, bucket_floor, int(self.direct)]
+        if self.direct:
+            keys += [k.proj_tools(ns), k.executions]
+            args += [PROJECTION_GROUP, len(ack), *ack]
+        for tool, group in by_tool.items():
+            keys += [k.proj_log(tool, ns), k.proj_events(tool, ns), k.proj_buckets(tool, ns)]
+            args += [tool, len(group), int(self._prune(tool, now))]
+            for r in group:
+                args += [r.dedup, r.occurred_ms, r.duration_ms if r.ok else -1 - r.duration_ms]
+        return ["EVALSHA", self._apply.sha, len(keys), *keys, *args]
+
+    async def _execute(self, calls: list[list[Any]], tools: list[str]) -> list[Any]:
+        if len(calls) == 1 and not tools:
+            return [await self.client.execute_command(*calls[0])]
+        # EVALSHA queued by hand: redis-py's ClusterPipeline refuses Script objects.
+        async with self.client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                pipe.execute_command(*call)
+            for tool in tools:
+                pipe.sadd(self.keys.proj_tools(self.ns), tool)
+            replies = await pipe.execute()
+        return list(replies[:len(calls)])
 
     async def caught_up(self) -> bool:
         return await self.progress.caught_up()
 
     async def wait_caught_up(self, timeout_s: float = 30.0) -> None:
         await self.progress.wait_caught_up(timeout_s)
+
+
+def _rows(entries: list[Entry]) -> list[Parsed]:
+    return [p for p in (parse_entry(i, f) for i, f in entries) if p is not None]
 
 
 async def ensure_group(client: Client, keys: Keys) -> None:

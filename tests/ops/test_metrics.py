@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -138,3 +140,128 @@ def test_a_batch_of_durations_observed_at_once_reads_the_same_as_one_observe_eac
                   for n, lbl, v in fams["single"] if not n.endswith("_created"))
     assert got == want
     assert value(fams, "batched_count", k="a") == len(values)
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+class _Reference:
+    """What one transition at a time counts (the observation before it was batched): the
+    samples each label set must move by, histogram counts, sums and buckets included."""
+
+    def __init__(self) -> None:
+        self.want: Samples = {}
+
+    def add(self, sample: str, n: float, **labels: str) -> None:
+        key = (sample, tuple(sorted(labels.items())))
+        self.want[key] = self.want.get(key, 0) + n
+
+    def observe(self, name: str, seconds: float, **labels: str) -> None:
+        self.add(f"{name}_count", 1, **labels)
+        self.add(f"{name}_sum", seconds, **labels)
+        for bound in metrics.DURATION_BUCKETS:
+            self.add(f"{name}_bucket", seconds <= bound, le=str(bound), **labels)
+
+    def log(self, entries: list[Any]) -> None:
+        for e in entries:
+            if e.type == "block":
+                kind = e.blockType if e.blockType in metrics.BLOCK_TYPES else "other"
+                self.add("chatflow_block_steps_total", 1, block_type=kind,
+                         outcome="ok" if e.ok else "error")
+                self.observe("chatflow_block_duration_seconds", (e.durationMs or 0) / 1000,
+                             block_type=kind)
+            elif e.type in ("finished", "aborted") and e.error is not None:
+                code = e.error.code if e.error.code.islower() else "other"
+                self.add("chatflow_errors_total", 1, code=code)
+                if e.error.code in metrics.GUARDRAILS:
+                    self.add("chatflow_guardrail_trips_total", 1,
+                             kind=metrics.GUARDRAILS[e.error.code])
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "execution":
+            outcome = "success" if data["success"] else "failure"
+            tool = "unknown" if data["errorCode"] == "tool_not_found" else data["publishedToolId"]
+            self.add("chatflow_tool_executions_total", 1, tool=tool, outcome=outcome)
+            self.observe("chatflow_tool_execution_duration_seconds", data["durationMs"] / 1000,
+                         tool=tool, outcome=outcome)
+        elif kind == "result":
+            self.add("chatflow_results_total", 1, outcome="ok" if data["ok"] else "error")
+        elif kind == "llm_usage":
+            for tokens in ("prompt", "completion"):
+                self.add("chatflow_llm_tokens_total", data[f"{tokens}Tokens"],
+                         capability=data["capability"], kind=tokens)
+
+
+def _reference(commits: list[Any], verdicts: list[int]) -> Samples:
+    ref = _Reference()
+    for commit, verdict in zip(commits, verdicts, strict=True):
+        if verdict != 1:
+            ref.add("chatflow_commits_dropped_total", 1,
+                    reason={0: "already_answered", -1: "stale"}[verdict])
+            continue
+        ref.log(commit.transition.log)
+        for emit in commit.transition.emits:
+            if emit.data[:1] == b"{":  # a malformed emit counts nothing
+                ref.emit(emit.kind, msgspec.json.decode(emit.data))
+    return ref.want
+
+
+def test_a_commit_batch_counts_every_metric_and_label_as_one_transition_at_a_time_did(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe_commits gathers a batch before touching a label set; what it counts must be
+    what observing each transition on its own counted, metric by metric, label by label."""
+    from types import SimpleNamespace
+
+    from chatflow.runtime.state import Emit, LogEntry, Transition
+    from chatflow.schemas.wire import ToolError
+
+    monkeypatch.setattr(metrics, "tool_label", metrics.BoundedLabel(10))
+    monkeypatch.setattr(metrics, "code_label",
+                        metrics.BoundedLabel(100, metrics._CODE, metrics.GUARDRAILS))
+
+    def execution(pt: str, ok: bool, ms: int, code: str | None = None) -> Emit:
+        return Emit("execution", "k", msgspec.json.encode(
+            {"toolId": "t", "publishedToolId": pt, "durationMs": ms, "success": ok,
+             "occurredAt": "2026-12-02T10:00:00+00:00", "executionId": f"e-{pt}-{ms}",
+             "errorCode": code}))
+
+    def block(kind: str, ok: bool, ms: int | None) -> LogEntry:
+        return LogEntry("block", "0-a", 1, blockId="b", blockType=kind, durationMs=ms, ok=ok)
+
+    def ended(kind: str, code: str) -> LogEntry:
+        return LogEntry(kind, "0-a", 2, error=ToolError(code, "why"))
+
+    usage = Emit("llm_usage", "c", msgspec.json.encode(
+        {"toolId": "t", "publishedToolId": "pt-batch-a", "credentialId": "c",
+         "capability": "chat", "model": "m", "promptTokens": 11, "completionTokens": 7,
+         "totalTokens": 18, "durationMs": 5, "occurredAt": "2026-12-02T10:00:00+00:00"}))
+    transitions = [
+        Transition(log=[LogEntry("started", "0-a", 0), block("executeScript", True, 3),
+                        block("return", True, 0), LogEntry("finished", "0-a", 4, ok=True)],
+                   emits=[execution("pt-batch-a", True, 4),
+                          Emit("result", "r", b'{"ok":true,"result":"x"}')]),
+        Transition(log=[block("executeScript", False, 7000), ended("finished", "script_error"),
+                        block("mystery", True, None)],
+                   emits=[execution("pt-batch-a", False, 7000, "script_error"),
+                          Emit("result", "r", b'{"ok":false}'), usage]),
+        Transition(log=[block("httpCall", True, 120), ended("aborted", "tool_loop"),
+                        ended("finished", "Not Snake")],
+                   emits=[execution("pt-batch-b", False, 60_001, "tool_loop"),
+                          execution("pt-gone", False, 0, "tool_not_found"),
+                          Emit("execution", "k", b"not json"),
+                          Emit("debug", "d", b"{}")]),
+        Transition(log=[block("return", True, 0)], emits=[execution("pt-batch-a", True, 4)]),
+        Transition(log=[block("return", True, 0)], emits=[execution("pt-batch-a", True, 4)]),
+    ]
+    commits = [SimpleNamespace(transition=t) for t in transitions]
+    commits.append(SimpleNamespace(transition=None))  # a bare ack counts nothing
+    verdicts = [1, 1, 1, 0, -1, 1]
+    want = _reference(commits[:5], verdicts[:5])
+    sample = metrics.REGISTRY.get_sample_value
+    before = {key: sample(key[0], dict(key[1])) or 0.0 for key in want}
+    metrics.observe_commits(commits, verdicts)
+    got = {key: (sample(key[0], dict(key[1])) or 0.0) - before[key] for key in want}
+    assert got == pytest.approx(want)
+    assert want[("chatflow_tool_executions_total",
+                 (("outcome", "success"), ("tool", "pt-batch-a")))] == 1
+    assert want[("chatflow_guardrail_trips_total", (("kind", "hops"),))] == 1

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import pytest
 from structlog.testing import capture_logs
 
+from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.keys import PROJECTION_GROUP
 from chatflow.handlers.metrics import TRIMMED_UNREAD
@@ -188,3 +191,85 @@ async def test_the_projection_runs_on_its_own_beside_workers_without_it(bare: Ha
         assert metrics["t-alone"]["runs7d"] == 1
     finally:
         await runner.stop()
+
+
+@pytest.fixture
+async def alone(prefix: str) -> AsyncIterator[Harness]:
+    """A Valkey of this test alone: it reads the server's command counts."""
+    server = EmbeddedServer().start()
+    h = Harness(server.url, prefix)
+    try:
+        yield h
+    finally:
+        await h.close()
+        server.stop()
+
+
+async def calls(h: Harness) -> dict[str, int]:
+    """Commands the server ran, by name (a NOSCRIPT answer is a failed call, not a run)."""
+    stats = await h.client.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) - int(v.get("failed_calls", 0))
+            - int(v.get("rejected_calls", 0)) for k, v in stats.items()}
+
+
+async def test_a_batch_of_several_tools_is_counted_and_acked_in_one_script_call(
+        alone: Harness) -> None:
+    client, keys = alone.client, alone.keys
+    await client.xgroup_create(keys.executions, PROJECTION_GROUP, id="0", mkstream=True)
+    await add_event(alone, tool="t-a", exec_id="a1", at=NOW - 1000, ms=100)
+    await add_event(alone, tool="t-b", exec_id="b1", at=NOW - 2000, ok=False, ms=300)
+    await client.xadd(keys.executions, {"other": "not an event"})  # acked, counted nowhere
+    await add_event(alone, tool="t-a", exec_id="a1", at=NOW - 1000, ms=100)  # published twice
+    await add_event(alone, tool="t-a", exec_id="a2", at=NOW - HOUR_MS, ms=300)
+    [(_, entries)] = await client.xreadgroup(PROJECTION_GROUP, "c", {keys.executions: ">"})
+    projection = ExecutionLog(client, keys, clock=lambda: NOW)
+    await client.config_resetstat()
+    await projection.process(entries)
+    counted = await calls(alone)
+    # One node: one EVALSHA for both tools, with the ack and the tools set inside it.
+    assert counted["evalsha"] == 1 and counted["xack"] == 1 and counted["sadd"] == 1
+    assert (projection.applied, projection.duplicates) == (3, 1)
+    assert (await client.xpending(keys.executions, PROJECTION_GROUP))["pending"] == 0
+    assert await tool_metrics(client, keys, ["t-a", "t-b"], NOW) == {
+        "t-a": {"runs7d": 2, "avgMs": 200, "successRate": 1.0},
+        "t-b": {"runs7d": 1, "avgMs": 300, "successRate": 0.0}}
+    assert sorted(await client.smembers(keys.proj_tools())) == [b"t-a", b"t-b"]
+
+
+async def test_a_batch_whose_script_the_server_lost_is_counted_and_acked_once(
+        alone: Harness) -> None:
+    client, keys = alone.client, alone.keys
+    await client.xgroup_create(keys.executions, PROJECTION_GROUP, id="0", mkstream=True)
+    for i in range(3):
+        await add_event(alone, exec_id=f"e{i}", at=NOW - 1000 * i, ms=10)
+    [(_, entries)] = await client.xreadgroup(PROJECTION_GROUP, "c", {keys.executions: ">"})
+    projection = ExecutionLog(client, keys, clock=lambda: NOW)
+    await client.script_flush()  # a restarted server: no script cached
+    await projection.process(entries)
+    assert projection.applied == 3
+    assert (await client.xpending(keys.executions, PROJECTION_GROUP))["pending"] == 0
+    await projection.process(entries)  # a redelivery after all
+    assert (projection.applied, projection.duplicates) == (3, 3)
+    assert (await tool_metrics(client, keys, ["t-a"], NOW))["t-a"]["runs7d"] == 3
+
+
+async def test_a_tools_log_is_pruned_of_ids_past_the_floor_at_most_once_a_minute(
+        alone: Harness) -> None:
+    client, keys = alone.client, alone.keys
+    now = [NOW]
+    retention = 2 * DAY_MS
+    projection = ExecutionLog(client, keys, log_retention_ms=retention, clock=lambda: now[0])
+    await add_event(alone, exec_id="first", at=NOW - retention + 30_000)
+    await client.config_resetstat()
+    await projection.apply(await client.xrange(keys.executions))
+    assert (await calls(alone)).get("zrangebyscore") == 1  # the tool's first batch prunes
+    now[0] = NOW + 59_000  # "first" is past the floor now, but the last prune is not a minute old
+    await add_event(alone, exec_id="second", at=now[0] - 1000)
+    await projection.apply((await client.xrange(keys.executions))[-1:])
+    assert (await calls(alone)).get("zrangebyscore") == 1
+    assert await client.zscore(keys.proj_log("t-a"), "first") is not None
+    now[0] = NOW + 61_000
+    await add_event(alone, exec_id="third", at=now[0] - 1000)
+    await projection.apply((await client.xrange(keys.executions))[-1:])
+    assert (await calls(alone)).get("zrangebyscore") == 2
+    assert await client.zrange(keys.proj_log("t-a"), 0, -1) == [b"second", b"third"]
