@@ -244,16 +244,22 @@ def _gather(commits: Sequence[Any], verdicts: Sequence[int]) -> tuple[
 
 def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], float],
                    seconds: dict[tuple[Any, tuple[str, ...]], dict[int, int]]) -> None:
-    executions = _decoded(_exec, [e.data for e in emits if e.kind == "execution"])
-    for (published, success, code, ms), n in _by_value(list(map(_EXECUTED, executions))):
+    # The runtime's emits carry their facts; one built elsewhere (or by an older runtime) is
+    # decoded.
+    executed = [e.facts for e in emits if e.kind == "execution" and e.facts is not None]
+    executed += map(_EXECUTED, _decoded(_exec, [e.data for e in emits
+                                                if e.kind == "execution" and e.facts is None]))
+    for (published, success, code, ms), n in _by_value(executed):
         outcome = "success" if success else "failure"
         # A publishedToolId the registry does not know is not a tool: one label for all,
         # so commands naming made-up ids cannot use up the per-tool label slots.
         tool = UNKNOWN if code == "tool_not_found" else tool_label(published)
         _count(counts, EXECUTIONS, tool, outcome, n=n)
         _tally(seconds, EXECUTION_SECONDS, (tool, outcome), ms, n)
-    results = _decoded(_result_ok, [e.data for e in emits if e.kind == "result"])
-    for ok, n in _by_value([r.ok for r in results]):
+    oks = [e.facts for e in emits if e.kind == "result" and e.facts is not None]
+    oks += [r.ok for r in _decoded(_result_ok, [e.data for e in emits
+                                                if e.kind == "result" and e.facts is None])]
+    for ok, n in _by_value(oks):
         _count(counts, RESULTS, "ok" if ok else "error", n=n)
     for usage in _decoded(_usage, [e.data for e in emits if e.kind == "llm_usage"]):
         capability = usage.capability if _CODE.match(usage.capability.lower()) else OTHER

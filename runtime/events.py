@@ -117,17 +117,18 @@ def tool_result(
 
 
 def result_emit(root: RootInfo, result: ToolResult) -> Emit:
-    return Emit("result", root.replyTo or "", _enc.encode(result))
+    return Emit("result", root.replyTo or "", _enc.encode(result), result.ok)
 
 
 def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
     # Positional, in the struct's field order: two of these per one-hop execution.
+    code = error.code if error else None
+    duration = max(0, now - state.startedMs)
     event = ToolExecutionStreamEvent(
-        state.toolId, state.publishedToolId, max(0, now - state.startedMs), ok, iso(now),
-        state.execId, state.rootId, state.root.commandId, state.depth,
-        error.code if error else None,
+        state.toolId, state.publishedToolId, duration, ok, iso(now),
+        state.execId, state.rootId, state.root.commandId, state.depth, code,
     )
-    return Emit("execution", "", _enc.encode(event))
+    return Emit("execution", "", _enc.encode(event), (state.publishedToolId, ok, code, duration))
 
 
 def debug_emit(

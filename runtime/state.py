@@ -105,11 +105,16 @@ EmitKind = Literal["result", "execution", "debug", "llm_usage"]
 
 
 class Emit(msgspec.Struct, frozen=True):
-    """A message for a public stream; ``key`` is the reply stream or the contact id."""
+    """A message for a public stream; ``key`` is the reply stream or the contact id.
+
+    ``facts``: what the metrics count of it, kept beside the encoded ``data`` so the worker
+    does not decode its own message again (an execution event's ``(publishedToolId, success,
+    errorCode, durationMs)``, a result's ``ok``). Never written to a stream."""
 
     kind: EmitKind
     key: str
     data: bytes
+    facts: Any = None
 
 
 class LogEntry(msgspec.Struct, frozen=True, omit_defaults=True):
