@@ -31,7 +31,7 @@ from chatflow.runtime.state import (
 from chatflow.schemas.wire import DeadLetter
 
 from .keys import COMMANDS_GROUP, STEPS_GROUP, Keys
-from .redis_client import Client
+from .redis_client import Client, Command, send_all
 
 log = structlog.get_logger("chatflow.store")
 
@@ -92,13 +92,14 @@ class _Batch:
     """What one commit.lua call is being filled with: the records' flat arguments, and the
     streams they ack and publish to (sent once per call, with their groups and limits)."""
 
-    __slots__ = ("acked", "args", "key", "streams")
+    __slots__ = ("acked", "args", "key", "published", "streams")
 
     def __init__(self, key: Callable[[str], int]) -> None:
         self.key = key
         self.args: list[Any] = []
         self.acked: dict[int, str] = {}
         self.streams: dict[int, tuple[int, int]] = {}
+        self.published: dict[tuple[str, str], int] = {}  # (kind, key) of a message: its op
 
     def ack(self, stream: str, group: str) -> int:
         i = self.key(stream)
@@ -124,10 +125,13 @@ class LuaScript:
             f"lua/{name}.lua").read_text()
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
+    def command(self, keys: list[str], args: list[Any]) -> Command:
+        # EVALSHA as a plain command, not pipe.evalsha: redis-py's ClusterPipeline refuses
+        # the latter, yet routes a queued EVALSHA by its keys (all in one slot: one node).
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
+
     def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
-        # execute_command, not pipe.evalsha: redis-py's ClusterPipeline refuses the latter,
-        # yet routes a queued EVALSHA by its keys (all in one slot: one node).
-        pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+        pipe.execute_command(*self.command(keys, args))
 
 
 COMMIT = LuaScript("commit", header=lua_table("V", Verdict) + lua_table("OP", Op)
@@ -260,18 +264,13 @@ class Store:
         self._steps = [keys.steps(n) for n in range(keys.partitions)]  # named once, not per record
         self._tools = Coalescer(self.get_tools)
 
-    async def _execute(self, fill: Callable[[Any], None]) -> list[Any]:
-        """Run a pipeline built by ``fill``; reload the scripts once on NOSCRIPT."""
-        for attempt in (1, 2):
-            async with self.client.pipeline(transaction=False) as pipe:
-                fill(pipe)
-                try:
-                    return list(await pipe.execute())
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-                    await self.load_scripts()
-        raise AssertionError("unreachable")
+    async def _execute(self, commands: list[Command]) -> list[Any]:
+        """Send script calls in one round trip; reload the scripts once on NOSCRIPT."""
+        try:
+            return await send_all(self.client, commands)
+        except NoScriptError:
+            await self.load_scripts()
+        return await send_all(self.client, commands)
 
     async def load_scripts(self) -> None:
         for script in SCRIPTS:
@@ -305,12 +304,9 @@ class Store:
         if not ids and not contact_ids:
             return [], []
         tools, contacts = list(dict.fromkeys(ids)), list(dict.fromkeys(contact_ids))
-        async with self.client.pipeline(transaction=False) as pipe:
-            for pt in tools:
-                pipe.get(self.keys.tool(pt))
-            for contact in contacts:
-                pipe.exists(self.keys.debug_flag(contact))
-            raw = await pipe.execute()
+        raw = await send_all(self.client, [
+            *(("GET", self.keys.tool(pt)) for pt in tools),
+            *(("EXISTS", self.keys.debug_flag(contact)) for contact in contacts)])
         tool = dict(zip(tools, raw[: len(tools)], strict=True))
         flag = dict(zip(contacts, raw[len(tools):], strict=True))
         return [tool[pt] for pt in ids], [bool(flag[c]) for c in contact_ids]
@@ -319,27 +315,20 @@ class Store:
         """Whether each tree's single outcome is claimed (its done key exists)."""
         if not root_ids:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for root_id in root_ids:
-                pipe.exists(self.keys.done(partition, root_id))
-            return [bool(x) for x in await pipe.execute()]
+        return [bool(x) for x in await send_all(
+            self.client, [("EXISTS", self.keys.done(partition, r)) for r in root_ids])]
 
     async def key_types(self, names: list[str]) -> list[str]:
         """``TYPE`` of each key (``none`` when absent), in one round trip."""
         if not names:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.type(name)
-            return [_text(t) for t in await pipe.execute()]
+        return [_text(t) for t in await send_all(self.client, [("TYPE", n) for n in names])]
 
     async def debug_flags(self, contact_ids: list[str]) -> list[bool]:
         if not contact_ids:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for contact in contact_ids:
-                pipe.exists(self.keys.debug_flag(contact))
-            return [bool(x) for x in await pipe.execute()]
+        return [bool(x) for x in await send_all(
+            self.client, [("EXISTS", self.keys.debug_flag(c)) for c in contact_ids])]
 
     async def load_states(self, refs: list[tuple[int, str]],
                           known: list[ExecState | None] | None = None) -> list[ExecState | None]:
@@ -355,19 +344,15 @@ class Store:
             return merged
         if not refs:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for partition, exec_id in refs:
-                pipe.hget(self.keys.state(partition, exec_id), "s")
-            blobs = await pipe.execute()
+        blobs = await send_all(self.client, [("HGET", self.keys.state(partition, exec_id), "s")
+                                             for partition, exec_id in refs])
         return [state_decoder.decode(b) if b else None for b in blobs]
 
     async def load_definitions(self, refs: list[tuple[int, str]]) -> list[bytes | None]:
         if not refs:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for partition, digest in refs:
-                pipe.get(self.keys.definition(partition, digest))
-            return list(await pipe.execute())
+        return await send_all(self.client, [("GET", self.keys.definition(partition, digest))
+                                            for partition, digest in refs])
 
     # -- writes ----------------------------------------------------------------
 
@@ -406,12 +391,9 @@ class Store:
                                           [commits[i] for i in idx], redirect))
                    for idx in groups]
 
-        def fill(pipe: Any) -> None:
-            for _idx, (keys, args) in batches:
-                COMMIT.queue(pipe, keys, args)
-
+        replies = await self._execute([COMMIT.command(keys, args) for _, (keys, args) in batches])
         verdicts = [0] * len(commits)
-        for (idx, _args), result in zip(batches, await self._execute(fill), strict=True):
+        for (idx, _args), result in zip(batches, replies, strict=True):
             for i, verdict in zip(idx, result, strict=True):
                 verdicts[i] = int(verdict)
         return verdicts
@@ -572,11 +554,8 @@ class Store:
                            consumer: str) -> list[int]:
         """Reset the idle time of ``consumer``'s pending entries, per (stream, group, ids)
         (handlers/leases.py); returns how many each call renewed."""
-        def fill(pipe: Any) -> None:
-            for stream, group, ids in calls:
-                RENEW.queue(pipe, [stream], [group, consumer, *ids])
-
-        return [int(x) for x in await self._execute(fill)]
+        return [int(x) for x in await self._execute(
+            [RENEW.command([stream], [group, consumer, *ids]) for stream, group, ids in calls])]
 
     def _emit_ops(self, t: Transition, n: int, batch: _Batch, redirect: bool) -> None:
         """Ops for the transition's public messages. ``redirect``: a result goes to the
@@ -590,9 +569,13 @@ class Store:
                 # Read by the command's producer (result), the projections (execution), a
                 # person debugging (debug), billing (llm_usage). A replyTo stream's type
                 # is checked first (Store._record).
-                stream, maxlen = self.targets.resolve(emit.kind, target)
-                args += (batch.stream(stream, maxlen, self.targets.ttl(emit.kind)) * 16
-                         + _PUBLISH, emit.data)
+                op = batch.published.get((emit.kind, target))
+                if op is None:
+                    stream, maxlen = self.targets.resolve(emit.kind, target)
+                    op = batch.published[(emit.kind, target)] = (
+                        batch.stream(stream, maxlen, self.targets.ttl(emit.kind)) * 16
+                        + _PUBLISH)
+                args += (op, emit.data)
             else:
                 args += (batch.key(self.keys.outbox(n)) * 16 + _OUTBOX, emit.kind, target,
                          emit.data)
@@ -604,11 +587,9 @@ class Store:
         if not items:
             return []
 
-        def fill(pipe: Any) -> None:
-            for p in items:
-                PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen, p.ttl_s])
-
-        verdicts = [int(x) for x in await self._execute(fill)]
+        verdicts = [int(x) for x in await self._execute([
+            PUBLISH_ONCE.command([p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen, p.ttl_s])
+            for p in items])]
         results = self.keys.results
         refused = [i for i, v in enumerate(verdicts) if v == -1 and items[i].stream != results]
         if answers and refused:
