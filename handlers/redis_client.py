@@ -72,9 +72,10 @@ async def send_all(client: Client, commands: list[Command]) -> list[Any]:
     what a non-transactional pipeline does, without its per-call machinery (a pipeline
     object, its command stack, its observability hooks, its reset), which cost a worker
     about a fifth of each round trip's CPU. Kept from redis-py: the pool, hiredis packing
-    and parsing, and the connection's retry policy (a connection error or timeout
-    disconnects, backs off and sends the whole batch again, as a pipeline does). Every
-    reply is read before the first error is raised, so the connection never desyncs.
+    and parsing, and the connection's retry policy, as a pipeline applies it (a connection
+    error or timeout disconnects; the pools made here retry nothing, so the batch fails and
+    its entries stay pending for reclaim). Every reply is read before the first error is
+    raised, so the connection never desyncs.
     A cluster client goes through its own pipeline (it routes each command by its keys)."""
     if isinstance(client, RedisCluster):
         async with client.pipeline(transaction=False) as pipe:
