@@ -1,8 +1,8 @@
 """The runtime's Redis I/O: loading states, committing transitions, publishing once.
 
 This module is the one place where the state machine's decisions meet Redis.
-Every call that carries many items is pipelined: workers handle steps in
-batches, and the round trips, not Redis, are the cost.
+Every call that carries many items goes in one write (``send_all``): workers handle
+steps in batches, and the round trips, not Redis, are the cost.
 """
 
 from __future__ import annotations
@@ -357,8 +357,8 @@ class Store:
     # -- writes ----------------------------------------------------------------
 
     async def commit(self, commits: list[Commit]) -> list[int]:
-        """Commit transitions, one script call per partition for the whole batch (each
-        transition atomic on its own); returns each one's verdict, in order."""
+        """Commit transitions, one script call for the whole batch (one per partition on a
+        cluster; each transition atomic on its own); returns each one's verdict, in order."""
         verdicts = await self._commit(commits, redirect=False)
         wrong = [i for i, v in enumerate(verdicts) if v == Verdict.WRONG_TYPE]
         if wrong:
