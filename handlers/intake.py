@@ -28,7 +28,7 @@ from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolErr
 from . import metrics
 from .commandhead import command_head
 from .keys import COMMANDS_GROUP, Keys
-from .redis_client import Client, Entry
+from .redis_client import Client, Entry, send_all
 from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .store import Commit, Publish, Store, Verdict, dead_letter
 
@@ -42,10 +42,7 @@ async def ack_and_delete(client: Client, stream: str, group: str, ids: list[byte
     one would hold its bytes (up to the whole command) in memory for good. Entries are
     deleted only once delivered, so XINFO's ``lag`` stays exact (no tombstone lies past
     the group's last delivered id)."""
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.xack(stream, group, *ids)
-        pipe.xdel(stream, *ids)
-        await pipe.execute()
+    await send_all(client, [("XACK", stream, group, *ids), ("XDEL", stream, *ids)])
 
 
 def _now() -> int:

@@ -44,7 +44,12 @@ class HiredisPacking:
             args = tuple(args[0].encode().split()) + args[1:]
         elif b" " in args[0]:
             args = tuple(args[0].split()) + args[1:]
-        args = tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args)
+        try:
+            # Tried as given first: a commit has hundreds of arguments, and looking at each
+            # in Python cost three times the packing.
+            return [hiredis.pack_command(args)]
+        except TypeError:  # a bytearray (hiredis takes bytes), or what nothing can send
+            args = tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args)
         try:
             return [hiredis.pack_command(args)]
         except TypeError as exc:  # e.g. None or a dict: what redis-py's encoder refuses too
@@ -57,6 +62,50 @@ def _hiredis_packing(client: Any) -> Any:
     if not issubclass(base, HiredisPacking):
         pool.connection_class = type(f"Hiredis{base.__name__}", (HiredisPacking, base), {})
     return client
+
+
+Command = tuple[Any, ...]
+
+
+async def send_all(client: Client, commands: list[Command]) -> list[Any]:
+    """Send ``commands`` in one write and read their replies, raw (no response callbacks):
+    what a non-transactional pipeline does, without its per-call machinery (a pipeline
+    object, its command stack, its observability hooks, its reset), which cost a worker
+    about a fifth of each round trip's CPU. Kept from redis-py: the pool, hiredis packing
+    and parsing, and the connection's retry policy, as a pipeline applies it (a connection
+    error or timeout disconnects; the pools made here retry nothing, so the batch fails and
+    its entries stay pending for reclaim). Every reply is read before the first error is
+    raised, so the connection never desyncs.
+    A cluster client goes through its own pipeline (it routes each command by its keys)."""
+    if isinstance(client, RedisCluster):
+        async with client.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute())
+    pool = client.connection_pool
+    conn = await pool.get_connection()
+
+    async def attempt() -> list[Any]:
+        await conn.send_packed_command(conn.pack_commands(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        return replies
+
+    async def failed(error: Exception) -> None:
+        await conn.disconnect(error=error)
+
+    try:
+        replies: list[Any] = await conn.retry.call_with_retry(attempt, failed)
+    finally:
+        await pool.release(conn)
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
+    return replies
 
 
 def make_client(url: str, *, cluster: bool = False, max_connections: int = 256,

@@ -1,8 +1,8 @@
 """The runtime's Redis I/O: loading states, committing transitions, publishing once.
 
 This module is the one place where the state machine's decisions meet Redis.
-Every call that carries many items is pipelined: workers handle steps in
-batches, and the round trips, not Redis, are the cost.
+Every call that carries many items goes in one write (``send_all``): workers handle
+steps in batches, and the round trips, not Redis, are the cost.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from chatflow.runtime.state import (
 from chatflow.schemas.wire import DeadLetter
 
 from .keys import COMMANDS_GROUP, STEPS_GROUP, Keys
-from .redis_client import Client
+from .redis_client import Client, Command, send_all
 
 log = structlog.get_logger("chatflow.store")
 
@@ -53,6 +53,65 @@ def lua_table(name: str, enum: type[IntEnum]) -> str:
     return f"local {name} = {{{fields}}}\n"
 
 
+class Op(IntEnum):
+    """commit.lua's ops. An op's first argument is ``key index * 16 + op`` (one argument, not
+    two: a record's bytes are mostly its framing), then its fields, ``ARITY`` arguments in
+    all. Checks come first in a record, then its writes; the script reads both tables, which
+    ``LuaScript`` renders into its source, so the two sides cannot disagree on a layout.
+    Ttls, MAXLENs and groups are the call's, sent once (commit.lua's header comment)."""
+
+    DONE = 1  # check: the done key (ALREADY_ANSWERED when it exists)
+    TYPE = 2  # check: a stream a command named is a stream or absent (else WRONG_TYPE)
+    EXPECT = 3  # check: an execution's state has this version (else STALE)
+    GUARD = 4  # the commandId guard, SET NX, the first write: its value (else DUPLICATE)
+    ANSWER = 5  # the tree's answer, its done key: the deadlines' key idx (0: none), root id
+    DEFINITION = 6  # a definition copy: its data
+    STATE = 7  # an execution's state (HSET + EXPIRE): version, blob
+    DELETE = 8  # a key deleted (an answered tree's state)
+    STEP = 9  # a step entry: its data
+    PUBLISH = 10  # a public message (MAXLEN and ttl: the call's, per stream): its data
+    OUTBOX = 11  # an outbox entry (a cluster): kind, target, data
+    LOG = 12  # a tree's log begun: its first line
+    APPEND = 13  # a line appended to a tree's log: the line, 1 to renew the log's ttl
+    DEADLINE = 14  # a deadline: score, root id
+
+
+ARITY = {Op.DONE: 1, Op.TYPE: 1, Op.EXPECT: 2, Op.GUARD: 2, Op.ANSWER: 3, Op.DEFINITION: 2,
+         Op.STATE: 3, Op.DELETE: 1, Op.STEP: 2, Op.PUBLISH: 2, Op.OUTBOX: 4, Op.LOG: 2,
+         Op.APPEND: 3, Op.DEADLINE: 3}
+(_DONE, _TYPE, _EXPECT, _GUARD, _ANSWER, _DEFINITION, _STATE, _DELETE, _STEP, _PUBLISH,
+ _OUTBOX, _LOG, _APPEND, _DEADLINE) = (int(op) for op in Op)  # plain ints on the hot path
+
+
+def lua_arity() -> str:
+    fields = ", ".join(f"[{int(op)}] = {n}" for op, n in ARITY.items())
+    return f"local N = {{{fields}}}\n"
+
+
+class _Batch:
+    """What one commit.lua call is being filled with: the records' flat arguments, and the
+    streams they ack and publish to (sent once per call, with their groups and limits)."""
+
+    __slots__ = ("acked", "args", "key", "published", "streams")
+
+    def __init__(self, key: Callable[[str], int]) -> None:
+        self.key = key
+        self.args: list[Any] = []
+        self.acked: dict[int, str] = {}
+        self.streams: dict[int, tuple[int, int]] = {}
+        self.published: dict[tuple[str, str], int] = {}  # (kind, key) of a message: its op
+
+    def ack(self, stream: str, group: str) -> int:
+        i = self.key(stream)
+        self.acked[i] = group
+        return i
+
+    def stream(self, name: str, maxlen: int, ttl: int) -> int:
+        i = self.key(name)
+        self.streams[i] = (maxlen, ttl)
+        return i
+
+
 class LuaScript:
     """A script sent as EVALSHA inside pipelines.
 
@@ -66,13 +125,17 @@ class LuaScript:
             f"lua/{name}.lua").read_text()
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
+    def command(self, keys: list[str], args: list[Any]) -> Command:
+        # EVALSHA as a plain command, not pipe.evalsha: redis-py's ClusterPipeline refuses
+        # the latter, yet routes a queued EVALSHA by its keys (all in one slot: one node).
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
+
     def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
-        # execute_command, not pipe.evalsha: redis-py's ClusterPipeline refuses the latter,
-        # yet routes a queued EVALSHA by its keys (all in one slot: one node).
-        pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+        pipe.execute_command(*self.command(keys, args))
 
 
-COMMIT = LuaScript("commit", header=lua_table("V", Verdict))
+COMMIT = LuaScript("commit", header=lua_table("V", Verdict) + lua_table("OP", Op)
+                   + lua_arity())
 PUBLISH_ONCE = LuaScript("publish_once")
 RENEW = LuaScript("renew")
 SCRIPTS = (COMMIT, PUBLISH_ONCE, RENEW)
@@ -103,7 +166,6 @@ class Targets:
         per-contact debug streams expire: any command may name a new contact."""
         return self.debug_ttl_s if kind == "debug" else 0
 
-_msgpack = msgspec.msgpack.Encoder()
 INLINE_STATE_MAX = 16 * 1024  # larger states are read from their key, not copied
 COMMITTED, ALREADY_ANSWERED, STALE, DUPLICATE = (
     Verdict.COMMITTED, Verdict.ALREADY_ANSWERED, Verdict.STALE, Verdict.DUPLICATE)
@@ -199,20 +261,16 @@ class Store:
         self.direct = direct
         self.targets = targets or Targets(keys)
         self.log_value_max_bytes = log_value_max_bytes  # each value an event-log entry keeps
+        self._steps = [keys.steps(n) for n in range(keys.partitions)]  # named once, not per record
         self._tools = Coalescer(self.get_tools)
 
-    async def _execute(self, fill: Callable[[Any], None]) -> list[Any]:
-        """Run a pipeline built by ``fill``; reload the scripts once on NOSCRIPT."""
-        for attempt in (1, 2):
-            async with self.client.pipeline(transaction=False) as pipe:
-                fill(pipe)
-                try:
-                    return list(await pipe.execute())
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-                    await self.load_scripts()
-        raise AssertionError("unreachable")
+    async def _execute(self, commands: list[Command]) -> list[Any]:
+        """Send script calls in one round trip; reload the scripts once on NOSCRIPT."""
+        try:
+            return await send_all(self.client, commands)
+        except NoScriptError:
+            await self.load_scripts()
+        return await send_all(self.client, commands)
 
     async def load_scripts(self) -> None:
         for script in SCRIPTS:
@@ -246,12 +304,9 @@ class Store:
         if not ids and not contact_ids:
             return [], []
         tools, contacts = list(dict.fromkeys(ids)), list(dict.fromkeys(contact_ids))
-        async with self.client.pipeline(transaction=False) as pipe:
-            for pt in tools:
-                pipe.get(self.keys.tool(pt))
-            for contact in contacts:
-                pipe.exists(self.keys.debug_flag(contact))
-            raw = await pipe.execute()
+        raw = await send_all(self.client, [
+            *(("GET", self.keys.tool(pt)) for pt in tools),
+            *(("EXISTS", self.keys.debug_flag(contact)) for contact in contacts)])
         tool = dict(zip(tools, raw[: len(tools)], strict=True))
         flag = dict(zip(contacts, raw[len(tools):], strict=True))
         return [tool[pt] for pt in ids], [bool(flag[c]) for c in contact_ids]
@@ -260,27 +315,20 @@ class Store:
         """Whether each tree's single outcome is claimed (its done key exists)."""
         if not root_ids:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for root_id in root_ids:
-                pipe.exists(self.keys.done(partition, root_id))
-            return [bool(x) for x in await pipe.execute()]
+        return [bool(x) for x in await send_all(
+            self.client, [("EXISTS", self.keys.done(partition, r)) for r in root_ids])]
 
     async def key_types(self, names: list[str]) -> list[str]:
         """``TYPE`` of each key (``none`` when absent), in one round trip."""
         if not names:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.type(name)
-            return [_text(t) for t in await pipe.execute()]
+        return [_text(t) for t in await send_all(self.client, [("TYPE", n) for n in names])]
 
     async def debug_flags(self, contact_ids: list[str]) -> list[bool]:
         if not contact_ids:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for contact in contact_ids:
-                pipe.exists(self.keys.debug_flag(contact))
-            return [bool(x) for x in await pipe.execute()]
+        return [bool(x) for x in await send_all(
+            self.client, [("EXISTS", self.keys.debug_flag(c)) for c in contact_ids])]
 
     async def load_states(self, refs: list[tuple[int, str]],
                           known: list[ExecState | None] | None = None) -> list[ExecState | None]:
@@ -296,25 +344,21 @@ class Store:
             return merged
         if not refs:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for partition, exec_id in refs:
-                pipe.hget(self.keys.state(partition, exec_id), "s")
-            blobs = await pipe.execute()
+        blobs = await send_all(self.client, [("HGET", self.keys.state(partition, exec_id), "s")
+                                             for partition, exec_id in refs])
         return [state_decoder.decode(b) if b else None for b in blobs]
 
     async def load_definitions(self, refs: list[tuple[int, str]]) -> list[bytes | None]:
         if not refs:
             return []
-        async with self.client.pipeline(transaction=False) as pipe:
-            for partition, digest in refs:
-                pipe.get(self.keys.definition(partition, digest))
-            return list(await pipe.execute())
+        return await send_all(self.client, [("GET", self.keys.definition(partition, digest))
+                                            for partition, digest in refs])
 
     # -- writes ----------------------------------------------------------------
 
     async def commit(self, commits: list[Commit]) -> list[int]:
-        """Commit transitions, one script call per partition for the whole batch (each
-        transition atomic on its own); returns each one's verdict, in order."""
+        """Commit transitions, one script call for the whole batch (one per partition on a
+        cluster; each transition atomic on its own); returns each one's verdict, in order."""
         verdicts = await self._commit(commits, redirect=False)
         wrong = [i for i, v in enumerate(verdicts) if v == Verdict.WRONG_TYPE]
         if wrong:
@@ -332,92 +376,137 @@ class Store:
     async def _commit(self, commits: list[Commit], *, redirect: bool) -> list[int]:
         if not commits:
             return []
-        by_partition: dict[int, list[int]] = {}
-        for i, c in enumerate(commits):
-            by_partition.setdefault(c.partition, []).append(i)
-        batches = [(n, idx, self._batch_args(n, [commits[i] for i in idx], redirect))
-                   for n, idx in by_partition.items()]
+        if self.direct:
+            # One node: every key is reachable from one script, so an intake batch's records
+            # of every partition share one call (the call's fixed cost, a few hundred µs of
+            # Valkey's one thread, was paid once per partition).
+            groups = [list(range(len(commits)))]
+        else:
+            # A cluster: a script's keys must share a slot, the partition's.
+            by_partition: dict[int, list[int]] = {}
+            for i, c in enumerate(commits):
+                by_partition.setdefault(c.partition, []).append(i)
+            groups = list(by_partition.values())
+        batches = [(idx, self._batch_args(commits[idx[0]].partition,
+                                          [commits[i] for i in idx], redirect))
+                   for idx in groups]
 
-        def fill(pipe: Any) -> None:
-            for _n, _idx, (keys, args) in batches:
-                COMMIT.queue(pipe, keys, args)
-
+        replies = await self._execute([COMMIT.command(keys, args) for _, (keys, args) in batches])
         verdicts = [0] * len(commits)
-        for (_n, idx, _args), result in zip(batches, await self._execute(fill), strict=True):
+        for (idx, _args), result in zip(batches, replies, strict=True):
             for i, verdict in zip(idx, result, strict=True):
                 verdicts[i] = int(verdict)
         return verdicts
 
     def _batch_args(self, n: int, commits: list[Commit],
                     redirect: bool = False) -> tuple[list[str], list[Any]]:
+        """KEYS and ARGV of one commit.lua call: the constants once, then the records laid
+        flat, one after another (the script's header comment has the layout)."""
         keys = [self.keys.steps(n)]
         index = {keys[0]: 1}
 
         def key(name: str) -> int:
-            if name not in index:
+            i = index.get(name)
+            if i is None:
                 keys.append(name)
-                index[name] = len(keys)
-            return index[name]
+                i = index[name] = len(keys)
+            return i
 
-        records = [self._record(c, key, redirect) for c in commits]
-        return keys, [STEPS_GROUP, self.dedup_ttl_s, _msgpack.encode(records), COMMANDS_GROUP]
+        batch = _Batch(key)
+        for c in commits:
+            self._record(c, batch, redirect)
+        args: list[Any] = [self.dedup_ttl_s, self.state_ttl_s, self.state_ttl_s + 600,
+                           len(batch.acked)]
+        for stream, group in batch.acked.items():
+            args += (stream, group)
+        args.append(len(batch.streams))
+        for stream, (maxlen, ttl) in batch.streams.items():
+            args += (stream, maxlen, ttl)
+        args += batch.args
+        return keys, args
 
-    def _record(self, c: Commit, key: Callable[[str], int], redirect: bool = False) -> list[Any]:
-        """One record of commit.lua. Every write below names its reader: a write nobody
-        reads later is work the commit need not do (docs/architecture.md, "The commit
-        record"). Ops are (name, key index, a, b, c); Lua's cmsgpack knows no msgpack bin
-        type, so blobs (UTF-8 JSON) travel as str."""
-        k, n, t = self.keys, c.partition, c.transition
-        ack_id = _text(c.ack_id or "")
-        # The entry this record acks: a step of this partition, or (one node) the command.
-        ack_stream = key(c.ack_stream) if c.ack_id and c.ack_stream else 0
+    def _record(self, c: Commit, batch: _Batch, redirect: bool = False) -> None:
+        """One record of commit.lua, appended to the batch: its checks, then its writes.
+        Every write below names its reader: a write nobody reads later is work the commit
+        need not do (docs/architecture.md, "The commit record"). An op is ``key index * 16 +
+        op`` and its fields (:class:`Op`); blobs travel as the bytes they are."""
+        k, n, t, key, args = self.keys, c.partition, c.transition, batch.key, batch.args
+        # The entry this record acks: a step of its partition, or (one node) the command.
+        if not c.ack_id:
+            head: tuple[Any, int] = ("", 0)
+        elif c.ack_stream:
+            head = (c.ack_id, batch.ack(c.ack_stream, COMMANDS_GROUP))
+        else:
+            head = (c.ack_id, batch.ack(self._steps[n], STEPS_GROUP))
         if t is None:
-            return [ack_id, ack_stream, 0, 0, "", 0, "", 0, []]
+            args += (*head, 0, 0)
+            return
+        args += head
+        at = len(args)
+        args += (0, 0)  # the lengths of the checks and of the writes: set below
         one_hop = c.one_hop
-        ops: list[tuple[str, int, Any, Any, Any]] = []
-        add = ops.append
+        answers = t.finishes_root and not one_hop
+        # The done key is read by every later commit of the tree and by the step path before
+        # a block with side effects runs (Store.answered): one outcome per tree. A tree born
+        # in this record (its execution id is new) cannot have one yet: no check. One
+        # answered by its first commit has none either: its guard makes this its only commit
+        # (no done key to set, no deadline to remove).
+        done = key(k.done(n, c.root_id)) if answers or c.command_guard is None else 0
+        self._check_ops(t, n, done, key, args, redirect)
+        writes = len(args)
+        args[at] = writes - at - 2
         if c.command_guard is not None:
             # Read by this script when the command comes again (a producer's retry, a
             # redelivery): the command runs once. Its value, the root's id, is for operators.
-            add(("guardnx", key(k.command_guard(n, c.command_guard)), c.root_id, self.dedup_ttl_s, ""))
-        for exec_id, version in t.also_expect:
-            add(("expect", key(k.state(n, exec_id)), str(version), "", ""))
+            args += (key(k.command_guard(n, c.command_guard)) * 16 + _GUARD, c.root_id)
+        if answers:
+            args += (done * 16 + _ANSWER, key(k.deadlines(n)), c.root_id)
         if not one_hop:
             # Read by the next hop's worker (Store.load_definitions) when its cache lacks the
             # tree's definition, and by `chatflow replay`: the published tool may change
             # while the tree waits. A tree answered here is replayed from `tool:<id>`.
             for digest, data in t.definitions.items():
-                add(("setex", key(k.definition(n, digest)), _text(data), self.state_ttl_s + 600, ""))
-        blobs = self._state_ops(c, key, add)
+                args += (key(k.definition(n, digest)) * 16 + _DEFINITION, data)
+        blobs = self._state_ops(c, key, args)
         if t.steps:
-            # Read by the step subscribers: the blocks that must wait for a worker.
-            steps_key = key(k.steps(n))
-            for step in t.steps:
-                inline = blobs.get((step.exec_id, step.version))
-                raw = (msgspec.Raw(inline) if inline is not None
-                       and len(inline) <= INLINE_STATE_MAX else None)
-                out = state_encoder.encode(StepOut(step.exec_id, step.version, step.kind, step.child, raw))
-                add(("step", steps_key, out.decode(), "", ""))
-        self._emit_ops(t, n, key, add, redirect)
-        self._log_op(c, key, add)
+            self._step_ops(t, key(self._steps[n]), blobs, args)
+        self._emit_ops(t, n, batch, redirect)
+        self._log_op(c, key, args)
         if c.deadline is not None and not one_hop:
             # Read by the reaper (overdue trees) and `chatflow executions` (trees in flight).
-            add(("zadd", key(k.deadlines(n)), c.deadline[0], c.deadline[1], ""))
-        expect = key(k.state(n, t.expect[0])) if t.expect else 0
-        if one_hop:
-            # The guard makes it the tree's only commit: no done key, no deadline to remove.
-            return [ack_id, ack_stream, 0, expect, str(t.expect[1]) if t.expect else "", 2,
-                    "", 0, ops]
-        answers = 1 if t.finishes_root else 0
-        # The done key is read by every later commit of the tree and by the step path before
-        # a block with side effects runs (Store.answered): one outcome per tree. A tree born
-        # in this record (its execution id is new) cannot have one yet: no check.
-        done = 0 if c.command_guard is not None and not answers else key(k.done(n, c.root_id))
-        return [ack_id, ack_stream, done, expect, str(t.expect[1]) if t.expect else "",
-                answers, c.root_id if answers else "", key(k.deadlines(n)) if answers else 0, ops]
+            args += (key(k.deadlines(n)) * 16 + _DEADLINE, c.deadline[0], c.deadline[1])
+        args[at + 1] = len(args) - writes
 
-    def _state_ops(self, c: Commit, key: Callable[[str], int],
-                   add: Callable[[tuple[str, int, Any, Any, Any]], None]
+    def _check_ops(self, t: Transition, n: int, done: int, key: Callable[[str], int],
+                   args: list[Any], redirect: bool) -> None:
+        """A record's checks, in the order of their verdicts' precedence: the done key, the
+        type of a stream a command named (replyTo, the one key the runtime does not own),
+        the expected versions."""
+        if done:
+            args.append(done * 16 + _DONE)
+        if self.direct and not redirect:
+            for emit in t.emits:
+                if emit.kind == "result" and emit.key:
+                    args.append(key(emit.key) * 16 + _TYPE)
+        if t.expect:
+            args += (key(self.keys.state(n, t.expect[0])) * 16 + _EXPECT, t.expect[1])
+        for exec_id, version in t.also_expect:
+            args += (key(self.keys.state(n, exec_id)) * 16 + _EXPECT, version)
+
+    @staticmethod
+    def _step_ops(t: Transition, steps_key: int, blobs: dict[tuple[str, int], bytes],
+                  args: list[Any]) -> None:
+        """Read by the step subscribers: the blocks that must wait for a worker. A state
+        written by this record rides along in its step (no read of it in the next hop)."""
+        for step in t.steps:
+            inline = blobs.get((step.exec_id, step.version))
+            raw = (msgspec.Raw(inline) if inline is not None
+                   and len(inline) <= INLINE_STATE_MAX else None)
+            out = state_encoder.encode(StepOut(step.exec_id, step.version, step.kind,
+                                               step.child, raw))
+            args += (steps_key * 16 + _STEP, out)
+
+    def _state_ops(self, c: Commit, key: Callable[[str], int], args: list[Any]
                    ) -> dict[tuple[str, int], bytes]:
         """Ops for the execution states; returns the encoded blobs, to inline in steps."""
         t, n = c.transition, c.partition
@@ -430,7 +519,7 @@ class Store:
             # key first, cancel answers "already answered", `chatflow executions` lists trees
             # by deadline. The ones stored before go now rather than at their TTL.
             for exec_id, _version in [*([t.expect] if t.expect else []), *t.also_expect]:
-                add(("del", key(self.keys.state(n, exec_id)), "", "", ""))
+                args.append(key(self.keys.state(n, exec_id)) * 16 + _DELETE)
             return blobs
         # Read by the next hop (Store.load_states, when not inlined in its step), by the
         # version checks of later commits, by run-ahead's parents, by cancel and by
@@ -438,12 +527,10 @@ class Store:
         for state in t.writes:
             blob = state_encoder.encode(state)
             blobs[(state.execId, state.version)] = blob
-            add(("state", key(self.keys.state(n, state.execId)), state.version, blob.decode(),
-                 self.state_ttl_s))
+            args += (key(self.keys.state(n, state.execId)) * 16 + _STATE, state.version, blob)
         return blobs
 
-    def _log_op(self, c: Commit, key: Callable[[str], int],
-                add: Callable[[tuple[str, int, Any, Any, Any]], None]) -> None:
+    def _log_op(self, c: Commit, key: Callable[[str], int], args: list[Any]) -> None:
         """The transition's line of its tree's log. Read by `chatflow exec --trace`,
         `chatflow replay`, GET /executions/{id}/events and the Studio. Its TTL runs from the
         tree's first commit and is renewed while the tree goes on, not by its last commit
@@ -452,45 +539,46 @@ class Store:
         t = c.transition
         if t is None or not t.log:
             return
-        log_key = key(self.keys.log(c.partition, c.root_id))
+        log_key = key(self.keys.log(c.partition, c.root_id)) * 16
         raw = encode_log(t.log)
         if len(raw) > self.log_value_max_bytes:
             # Large values are kept truncated, with their size noted (CHATFLOW_LOG_VALUE_MAX_BYTES);
             # the common small line is encoded once, never measured entry by entry.
             raw = encode_log([bounded_entry(e, self.log_value_max_bytes) for e in t.log])
-        line = raw.decode()
         if c.command_guard is not None:
-            add(("logset", log_key, line, self.state_ttl_s, ""))
+            args += (log_key + _LOG, raw)
         else:
-            add(("logadd", log_key, line, 0 if t.finishes_root else self.state_ttl_s, ""))
+            args += (log_key + _APPEND, raw, 0 if t.finishes_root else 1)
 
     async def renew_leases(self, calls: list[tuple[str, str, list[bytes]]],
                            consumer: str) -> list[int]:
         """Reset the idle time of ``consumer``'s pending entries, per (stream, group, ids)
         (handlers/leases.py); returns how many each call renewed."""
-        def fill(pipe: Any) -> None:
-            for stream, group, ids in calls:
-                RENEW.queue(pipe, [stream], [group, consumer, *ids])
+        return [int(x) for x in await self._execute(
+            [RENEW.command([stream], [group, consumer, *ids]) for stream, group, ids in calls])]
 
-        return [int(x) for x in await self._execute(fill)]
-
-    def _emit_ops(self, t: Transition, n: int, key: Callable[[str], int],
-                  add: Callable[[tuple[str, int, Any, Any, Any]], None], redirect: bool) -> None:
+    def _emit_ops(self, t: Transition, n: int, batch: _Batch, redirect: bool) -> None:
         """Ops for the transition's public messages. ``redirect``: a result goes to the
         default result stream and debug events are dropped (Store.commit, WRONG_TYPE)."""
+        args = batch.args
         for emit in t.emits:
             if redirect and emit.kind == "debug":
                 continue
             target = "" if redirect and emit.kind == "result" else emit.key
             if self.direct:
                 # Read by the command's producer (result), the projections (execution), a
-                # person debugging (debug), billing (llm_usage). A stream a command named
-                # (replyTo) is the one key the runtime does not own: its type is checked.
-                stream, maxlen = self.targets.resolve(emit.kind, target)
-                name = "pubx" if emit.kind == "result" and target else "pub"
-                add((name, key(stream), emit.data.decode(), maxlen, self.targets.ttl(emit.kind)))
+                # person debugging (debug), billing (llm_usage). A replyTo stream's type
+                # is checked first (Store._record).
+                op = batch.published.get((emit.kind, target))
+                if op is None:
+                    stream, maxlen = self.targets.resolve(emit.kind, target)
+                    op = batch.published[(emit.kind, target)] = (
+                        batch.stream(stream, maxlen, self.targets.ttl(emit.kind)) * 16
+                        + _PUBLISH)
+                args += (op, emit.data)
             else:
-                add(("xadd", key(self.keys.outbox(n)), emit.kind, target, emit.data.decode()))
+                args += (batch.key(self.keys.outbox(n)) * 16 + _OUTBOX, emit.kind, target,
+                         emit.data)
 
     async def publish_once(self, items: list[Publish], *, answers: bool = False) -> list[int]:
         """Publish each item once: 1 written, 0 written before, -1 refused (its stream is a
@@ -499,11 +587,9 @@ class Store:
         if not items:
             return []
 
-        def fill(pipe: Any) -> None:
-            for p in items:
-                PUBLISH_ONCE.queue(pipe, [p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen, p.ttl_s])
-
-        verdicts = [int(x) for x in await self._execute(fill)]
+        verdicts = [int(x) for x in await self._execute([
+            PUBLISH_ONCE.command([p.stream, p.marker], [p.data, self.marker_ttl_s, p.maxlen, p.ttl_s])
+            for p in items])]
         results = self.keys.results
         refused = [i for i, v in enumerate(verdicts) if v == -1 and items[i].stream != results]
         if answers and refused:
