@@ -122,8 +122,11 @@ async def test_host_object_probes_find_nothing(sandboxed: Harness) -> None:
 
 
 async def test_memory_stays_bounded_over_a_thousand_abusive_runs(sandboxed: Harness) -> None:
-    # Warm up: start the sandbox worker and build its first context.
+    # Warm up: start the sandbox worker and build its first context. The warm-up's last
+    # script may be one whose worker process is killed (a memory bomb dies with it, and the
+    # next script starts another): a harmless run afterwards leaves one alive to measure.
     await _run_all(sandboxed, [source for _n, source, _c in CORPUS])
+    assert (await _run_all(sandboxed, ["return 1"]))[0] == (True, "", "1")
     before_sandbox, before_self = sandbox_rss(), psutil.Process().memory_info().rss
     slow_words = ("loop", "bomb", "infinite", "runaway")
     cheap = [(n, s, c) for n, s, c in CORPUS if not any(w in n for w in slow_words)]
@@ -132,9 +135,10 @@ async def test_memory_stays_bounded_over_a_thousand_abusive_runs(sandboxed: Harn
     results = await _run_all(sandboxed, [s for _n, s, _c in runs])
     assert all(not ok and code in codes for (ok, code, _m), (_n, _s, codes)
                in zip((results[i] for i in range(len(runs))), runs, strict=True))
+    assert (await _run_all(sandboxed, ["return 2"]))[0] == (True, "", "2")  # one alive, as above
     after_sandbox, after_self = sandbox_rss(), psutil.Process().memory_info().rss
     print(f"sandbox worker RSS {before_sandbox / MiB:.1f} -> {after_sandbox / MiB:.1f} MiB; "
           f"test process RSS {before_self / MiB:.1f} -> {after_self / MiB:.1f} MiB")
-    assert before_sandbox > 0
+    assert before_sandbox > 0 and after_sandbox > 0
     assert after_sandbox - before_sandbox < 150 * MiB
     assert after_self - before_self < 150 * MiB
