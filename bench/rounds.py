@@ -80,4 +80,6 @@ def summary_row(figure: Figure) -> str:
             + "  ".join([show("steps_per_s"), show("of_baseline", fmt=".2f"),
                          show("worker_cpu_per_execution_us", "µs"),
                          show("valkey_cpu_per_execution_us", "µs"),
+                         show("worker_cpu_of_baseline", "x", ".2f"),
+                         show("valkey_cpu_of_baseline", "x", ".2f"),
                          show("p50_ms", "ms", ".1f")]))

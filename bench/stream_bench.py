@@ -139,13 +139,28 @@ class Figures:
                                                  / self.executions * 1e6, 1),
             "valkey_cpu_per_execution_us": round(self.server_cpu_s / self.executions * 1e6, 1),
         }
+        if base is not None:
+            # This VM's CPU speed moves by up to 2x within minutes (a fixed pure-Python loop
+            # took 0.11 to 0.22 s): per-execution CPU as a multiple of the bare loop's in the
+            # same round moves far less than the microseconds do.
+            out["worker_cpu_of_baseline"] = round(self.worker_cpu() / base.worker_cpu(), 3)
+            out["valkey_cpu_of_baseline"] = round(self.server_cpu_s / self.executions
+                                                  / (base.server_cpu_s / base.executions), 3)
         if self.work is not None:
             out["work"] = self.work.as_dict()
         return out
 
-    def work_rows(self) -> list[str]:
+    def worker_cpu(self) -> float:
+        """Seconds of worker CPU per execution."""
+        return (self.cpu_s - self.server_cpu_s) / self.executions
+
+    def work_rows(self, base: Figures | None = None) -> list[str]:
         cpu = (f"worker CPU {(self.cpu_s - self.server_cpu_s) / self.executions * 1e6:6.0f}µs  "
                f"Valkey CPU {self.server_cpu_s / self.executions * 1e6:5.0f}µs per execution")
+        if base is not None:
+            d = self.as_dict(base)
+            cpu += (f" ({d['worker_cpu_of_baseline']:.2f}x and {d['valkey_cpu_of_baseline']:.2f}x"
+                    " the bare loop's of this round)")
         if self.work is None:
             return [f"{'':<10} {cpu}"]
         return [f"{'':<10} {line}" for line in [*self.work.rows(), cpu]]
@@ -403,7 +418,7 @@ async def rounds_of(url: str, server: list[psutil.Process], names: list[str], wo
             runs[name].append(fig.as_dict(ref))
             if not quiet:
                 print(tag + ("cluster " if CLUSTER else "") + fig.row(ref), flush=True)
-                print("\n".join(fig.work_rows()), flush=True)
+                print("\n".join(fig.work_rows(ref)), flush=True)
     summaries = [median_of(runs[name]) for name in names]
     if not quiet and rounds > 1:
         for summary in summaries:
