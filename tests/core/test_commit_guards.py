@@ -49,11 +49,16 @@ async def test_a_tool_of_inert_blocks_answers_in_the_hop_that_took_its_command(
     await harness.put_tool("pt-parent", tool("c", call("c", "pt-child", "o", to("r"),
                                                        inputs={"n": "c"}),
                                              ret("r", "<{{o}}>")))
+    # Warm up: the sandbox's first script starts its V8 process, which on a loaded machine
+    # can outlast run-ahead's time budget, and the tree then rightly goes on in a step of
+    # its own. The run measured is the next one.
+    assert (await harness.run("pt-parent")).result == "<c!>"
+    before = await steps_added(harness)
     result = await harness.run("pt-parent")
     assert result.result == "<c!>"
     # The callTool, the child's script and return, the parent's resume and its return are
     # all decided in the intake's commit: no step entry at all.
-    assert await steps_added(harness) == 0
+    assert await steps_added(harness) == before
 
 
 async def test_an_http_block_still_takes_its_own_hop_and_inert_blocks_after_it_ride_along(
