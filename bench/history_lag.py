@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from bench.stream_bench import BENCH_3, BENCH_CHILD, Driver, pct, spawn_workers
-from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.db import engine_for, upgrade
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.history.schema import runs
 from chatflow.handlers.keys import Keys
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.redis_client import make_client
 from tests.support.processes import stop
 

@@ -50,9 +50,9 @@ import redis.asyncio as aioredis
 
 from bench.rounds import median_of, summary_row
 from bench.work import IDLE_WINDOW_S, RoundTrips, Work, WorkMeter
-from chatflow.handlers.client import wait_results
-from chatflow.handlers.embedded import EmbeddedServer, free_port
+from chatflow.handlers.interfaces.client import wait_results
 from chatflow.handlers.keys import Keys
+from chatflow.handlers.operations.embedded import EmbeddedServer, free_port
 from chatflow.handlers.redis_client import make_client
 from tests.support.chaos import HoldingServer, command, setup_prefix
 from tests.support.valkey import LocalCluster

@@ -189,7 +189,7 @@ class NativeToolProxy(ProviderDeclarations):
         return copied
 
     def bind_model_arguments(self, arguments: Mapping[str, Any], *, gemini: bool) -> dict[str, Any]:
-        # The worker binds them against the function's signature (handlers/native.py).
+        # The worker binds them against the function's signature (handlers/dataplane/native.py).
         return dict(arguments)
 
     async def execute_async(self, **kwargs: Any) -> Any:

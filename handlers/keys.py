@@ -57,7 +57,7 @@ class Keys(PublicKeys):
 
     @property
     def trees_ended(self) -> str:
-        """Hash reason -> trees ended from outside the machine (handlers/trees.py)."""
+        """Hash reason -> trees ended from outside the machine (handlers/dataplane/trees.py)."""
         return f"{self.prefix}counters:trees-ended"
 
     # -- partitions ----------------------------------------------------------
@@ -91,7 +91,7 @@ class Keys(PublicKeys):
 
     def events(self, n: int, exec_id: str) -> str:
         """The previous version's event log of one execution (a stream, one entry per log
-        entry): still read for executions it started (``handlers.client.trace``)."""
+        entry): still read for executions it started (``handlers.interfaces.client.trace``)."""
         return f"{self._tag(n)}:events:{exec_id}"
 
     def log(self, n: int, root_id: str) -> str:

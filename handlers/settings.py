@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     gc_threshold: int = Field(default=10_000, ge=0)
     # A pending entry is reclaimed once idle this long. Its owner renews the lease of every
     # entry it works on (XCLAIM ... JUSTID) every lease_renew_ms (0: a third of claim_idle_ms),
-    # so only a dead or stuck worker's entries ever get that idle (handlers/leases.py).
+    # so only a dead or stuck worker's entries ever get that idle (handlers/dataplane/leases.py).
     claim_idle_ms: int = Field(default=15_000, ge=100)
     lease_renew_ms: int = Field(default=0, ge=0)
     # Recovery polls, sized to their windows when 0 (the default): reclaim every third of

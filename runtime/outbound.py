@@ -49,7 +49,7 @@ _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie
 _CHUNK = 64 * 1024
 
 Check = Callable[[], Awaitable[bool]]
-# Whoever runs a block (handlers/steps.py) sets this: awaited after a request waited for a
+# Whoever runs a block (handlers/dataplane/steps.py) sets this: awaited after a request waited for a
 # connection slot and before it is sent; False means the tree was answered (cancelled, timed
 # out) while the request waited, so nothing is sent. A contextvar, because the executors'
 # signature (state, block, now_ms) is shared by every block kind and must not grow for this.

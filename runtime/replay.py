@@ -67,7 +67,7 @@ def definition_hashes(entries: list[LogEntry]) -> dict[str, str]:
 
 def replay(entries: list[LogEntry], definitions: Mapping[str, ToolDefinition],
            machine: Machine | None = None) -> ReplayReport:
-    """Replay a trace (as ``handlers.client.trace`` returns it: depth-first, in order)."""
+    """Replay a trace (as ``handlers.interfaces.client.trace`` returns it: depth-first, in order)."""
     machine = machine or Machine()
     report = ReplayReport(trace=entries)
     by_exec: dict[str, list[tuple[int, LogEntry]]] = {}

@@ -9,11 +9,11 @@ from typing import Any
 
 import msgspec
 
-from chatflow.handlers.client import execute, last_id, publish, trace, wait_results
+from chatflow.handlers.dataplane.worker import Worker
+from chatflow.handlers.interfaces.client import execute, last_id, publish, trace, wait_results
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
 from chatflow.handlers.settings import Settings
-from chatflow.handlers.worker import Worker
 from chatflow.runtime.state import LogEntry
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 

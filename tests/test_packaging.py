@@ -33,4 +33,4 @@ def test_the_top_level_folders_map_into_the_chatflow_namespace() -> None:
 def test_lua_scripts_are_package_data() -> None:
     data = _setuptools()["package-data"]
     assert "*.lua" in data["*"]  # type: ignore[index]
-    assert list((ROOT / "handlers" / "lua").glob("*.lua"))
+    assert list((ROOT / "handlers" / "dataplane" / "lua").glob("*.lua"))

@@ -36,7 +36,7 @@ def test_the_wheel_has_exactly_chatflow_and_chatflow_agent_at_the_top(tmp_path: 
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}
     assert top == {"chatflow", "chatflow_agent"}
     assert "chatflow/__init__.py" not in names  # a namespace package: the SDK's users may extend it
-    for needed in ("chatflow/handlers/lua/commit.lua", "chatflow/runtime/__init__.py",
+    for needed in ("chatflow/handlers/dataplane/lua/commit.lua", "chatflow/runtime/__init__.py",
                    "chatflow/schemas/__init__.py", "chatflow/examples/__init__.py",
                    "chatflow_agent/__init__.py"):
         assert needed in names

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..apikeys import ApiKeyError, create_api_key, list_api_keys, revoke_api_key
+from ..controlplane.apikeys import ApiKeyError, create_api_key, list_api_keys, revoke_api_key
 from ..registry.audit import audit_trail
 from ..registry.errors import Invalid, NotFound
 from .auth import Admin, Caller

@@ -26,7 +26,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from chatflow.runtime.errors import ConfigurationError
 
-from .. import metrics
+from ..operations import metrics
 from ..redis_client import Client, make_client
 from ..registry import RegistryError
 from ..settings import Settings

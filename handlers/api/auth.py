@@ -18,7 +18,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ..apikeys import verify_token
+from ..controlplane.apikeys import verify_token
 from ..registry.errors import Forbidden, Unauthorized
 from ..registry.scope import Scope
 from .deps import Services, services

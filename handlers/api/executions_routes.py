@@ -1,7 +1,7 @@
 """``/executions``: executions in flight, seen and stopped from the HTTP API.
 
 ``POST /executions/{executionId}/cancel`` ends the execution's whole callTool tree
-through ``chatflow.handlers.trees``, the same code as ``chatflow cancel`` and the
+through ``chatflow.handlers.dataplane.trees``, the same code as ``chatflow cancel`` and the
 deadline reaper: the caller of the command gets exactly one ``execution_cancelled``
 result, and the cancellation is counted where every process's ``/metrics`` sees it.
 Editors and admins only; a tree whose root tool is another workspace's answers 404.
@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chatflow.runtime.state import ExecState
 
+from ..dataplane.trees import cancel_execution
 from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
 from ..studio import scope
-from ..trees import cancel_execution
 from .auth import Caller, Writer
 from .deps import Services, services
 
@@ -224,9 +224,9 @@ async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkReq
                          = False) -> Any:
     from fastapi.responses import JSONResponse
 
-    from ..client import trace, wait_results
     from ..history.fork import ForkRefused, start_fork
     from ..history.queries import get_run
+    from ..interfaces.client import trace, wait_results
 
     await svc.registry.catch_up()
     run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)

@@ -11,7 +11,7 @@ import ipaddress
 import os
 from pathlib import Path
 
-from ..apikeys import create_api_key, verify_token
+from ..controlplane.apikeys import create_api_key, verify_token
 from ..keys import Keys
 from ..redis_client import make_client
 from ..settings import Settings

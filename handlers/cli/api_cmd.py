@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    from ..logging import configure_logging
-    from ..serving import announce, api_server
+    from ..operations.logging import configure_logging
+    from ..operations.serving import announce, api_server
 
     configure_logging()
     settings = settings_from(args)

@@ -1,7 +1,7 @@
 """``chatflow cancel EXECUTION``: stop an execution and its whole callTool tree.
 
 The tree's active leaf is aborted with ``execution_cancelled`` (fatal) by
-``chatflow.handlers.trees``, the one place that ends trees (the reaper, poison
+``chatflow.handlers.dataplane.trees``, the one place that ends trees (the reaper, poison
 steps and the API's cancel use it too): the caller gets exactly one result.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ..trees import Cancelled, cancel_execution
+from ..dataplane.trees import Cancelled, cancel_execution
 from .common import add_redis_flag, client_for, settings_from
 
 __all__ = ["Cancelled", "cancel_execution", "register"]

@@ -82,7 +82,7 @@ def render_trace(entries: list[LogEntry]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..client import ResultTimeout, execute, trace
+    from ..interfaces.client import ResultTimeout, execute, trace
 
     settings = settings_from(args)
     client, keys = client_for(settings)

@@ -17,9 +17,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from ..dataplane.trees import active_leaf, store_for
 from ..keys import Keys
 from ..redis_client import Client
-from ..trees import active_leaf, store_for
 from .common import add_redis_flag, client_for, settings_from
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when the history is read

@@ -36,10 +36,10 @@ def _value(text: str) -> Any:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..client import wait_results
     from ..history.db import engine_for
     from ..history.fork import ForkRefused, start_fork
     from ..history.queries import Owner, get_run
+    from ..interfaces.client import wait_results
 
     settings = settings_from(args)
     url = args.history_url or settings.history_url

@@ -43,7 +43,7 @@ def _run(args: argparse.Namespace, action: Callable[[Any, Any], Awaitable[Any]])
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..apikeys import create_api_key
+    from ..controlplane.apikeys import create_api_key
 
     key_id, token = _run(args, lambda client, keys: create_api_key(
         client, keys, workspace=args.workspace, role=args.role, name=args.name,
@@ -61,7 +61,7 @@ def _when(ms: int | None) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..apikeys import list_api_keys
+    from ..controlplane.apikeys import list_api_keys
 
     rows = _run(args, lambda client, keys: list_api_keys(client, keys, args.workspace))
     header = ("KEY_ID", "NAME", "WORKSPACE", "ROLE", "CREATED", "LAST_USED", "STATE")
@@ -79,7 +79,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    from ..apikeys import revoke_api_key
+    from ..controlplane.apikeys import revoke_api_key
 
     _run(args, lambda client, keys: revoke_api_key(client, keys, args.key_id))
     print(f"revoked key {args.key_id}")

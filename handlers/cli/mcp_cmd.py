@@ -7,8 +7,8 @@ import asyncio
 
 from chatflow.runtime.errors import ConfigurationError
 
-from ..apikeys import ApiKeyError, check_workspace
-from ..logging import configure_logging
+from ..controlplane.apikeys import ApiKeyError, check_workspace
+from ..operations.logging import configure_logging
 from .common import add_redis_flag, require_url, settings_from
 
 
@@ -43,7 +43,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:  # the SDK is heavy: only this command imports it (a broken install still gets a hint)
         from chatflow_agent.runtime_tools import RuntimeConnection
 
-        from .. import mcp_server
+        from ..interfaces import mcp_server
     except ImportError as exc:
         raise ConfigurationError(f"chatflow mcp needs the MCP SDK ({exc}): "
                                  "pip install --force-reinstall chatflow-agent (mcp is one of its "

@@ -9,12 +9,12 @@ import signal
 import sys
 import time
 
+from ..dataplane.worker import consumer_name
 from ..keys import Keys
-from ..logging import configure_logging
+from ..operations.logging import configure_logging
 from ..projections.execlog import drop, rebuild, snapshot, trim_source
 from ..projections.runner import ProjectionRunner
 from ..redis_client import Client
-from ..worker import consumer_name
 from .common import add_redis_flag, client_for, require_url, settings_from
 
 SCRATCH = "projrb"

@@ -82,7 +82,7 @@ def example_names() -> list[str]:
 def cmd_publish(args: argparse.Namespace) -> int:
     from chatflow.runtime.validation import parse_definition
 
-    from ..logging import configure_logging
+    from ..operations.logging import configure_logging
     from ..registry import Invalid
     from ..registry.publishing import ToolRelease
 

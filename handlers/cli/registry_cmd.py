@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from chatflow.runtime.errors import ConfigurationError
 
-from ..logging import configure_logging
+from ..operations.logging import configure_logging
 from ..registry import Invalid, Registry
 from ..registry.crypto import SecretBox
 from ..registry.servers import CredentialOps, ServerOps

@@ -17,7 +17,7 @@ from chatflow.runtime.replay import ReplayReport, definition_hashes, replay
 from chatflow.schemas.definition import PublishedTool, ToolDefinition
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 
-from ..client import trace
+from ..interfaces.client import trace
 from ..keys import Keys
 from ..redis_client import Client
 from .common import add_redis_flag, client_for, settings_from

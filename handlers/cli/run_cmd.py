@@ -23,7 +23,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..embedded import EmbeddedServer
+    from ..operations.embedded import EmbeddedServer
     from ..settings import Settings
 
 
@@ -59,13 +59,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _worker_process(settings_json: str, url: str, index: int = 0,
                     tool_modules: Sequence[str] = ()) -> None:
-    from ..logging import configure_logging
-    from ..serving import serve_workers
+    from ..operations.logging import configure_logging
+    from ..operations.serving import serve_workers
     from ..settings import Settings
 
     configure_logging()
     settings = Settings.model_validate_json(settings_json)
-    if settings.metrics_port:  # one exposition per process: see handlers/metrics.py
+    if settings.metrics_port:  # one exposition per process: see handlers/operations/metrics.py
         settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
     try:
         asyncio.run(serve_workers(settings, url, tool_modules=tool_modules))
@@ -81,9 +81,9 @@ def _with_metrics_port(settings: Settings, args: argparse.Namespace) -> Settings
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from ..logging import configure_logging
-    from ..native import load_native_tools
-    from ..serving import serve_workers
+    from ..dataplane.native import load_native_tools
+    from ..operations.logging import configure_logging
+    from ..operations.serving import serve_workers
     from .common import warn_without_encryption_key
     from .supervise import supervise
 
@@ -137,11 +137,11 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ..embedded import EmbeddedServer, read_or_make_encryption_key
-    from ..examples import publish_examples
-    from ..logging import configure_logging
+    from ..controlplane.examples import publish_examples
+    from ..operations.embedded import EmbeddedServer, read_or_make_encryption_key
+    from ..operations.logging import configure_logging
+    from ..operations.serving import STOP_SIGNALS, serve_with_worker, serve_workers
     from ..redis_client import redact
-    from ..serving import STOP_SIGNALS, serve_with_worker, serve_workers
 
     configure_logging()
     settings = _with_metrics_port(settings_from(args), args)

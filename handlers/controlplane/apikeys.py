@@ -20,8 +20,8 @@ from typing import Any
 from chatflow.runtime.errors import ChatflowError
 from chatflow.runtime.registry import DEFAULT_WORKSPACE
 
-from .keys import Keys
-from .redis_client import Client
+from ..keys import Keys
+from ..redis_client import Client
 
 ROLES = ("admin", "editor", "viewer")
 WORKSPACE_RE = re.compile(r"[a-z0-9-]{1,40}")

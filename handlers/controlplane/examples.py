@@ -32,13 +32,13 @@ import structlog
 from chatflow.runtime.registry.validation import call_targets
 from chatflow.schemas.definition import PublishedTool
 
-from .keys import Keys
-from .redis_client import make_client
-from .registry import Registry
-from .registry.crypto import SecretBox
-from .registry.publishing import ToolRelease, publish_release
-from .registry.tools import ToolOps
-from .settings import Settings
+from ..keys import Keys
+from ..redis_client import make_client
+from ..registry import Registry
+from ..registry.crypto import SecretBox
+from ..registry.publishing import ToolRelease, publish_release
+from ..registry.tools import ToolOps
+from ..settings import Settings
 
 log = structlog.get_logger("chatflow.examples")
 

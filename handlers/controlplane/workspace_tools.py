@@ -29,8 +29,8 @@ from chatflow_agent.errors import ToolExecutionError, ToolSchemaError
 from chatflow_agent.runtime_specs import custom_tool_spec
 from chatflow_agent.runtime_tools import NativeToolProxy, RuntimeConnection, RuntimeTool
 
-from .keys import Keys
-from .redis_client import Client, make_client
+from ..keys import Keys
+from ..redis_client import Client, make_client
 
 
 def store_of(connection: RuntimeConnection) -> tuple[Client, Keys]:

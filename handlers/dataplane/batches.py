@@ -31,7 +31,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .redis_client import Client, Entry
+from ..redis_client import Client, Entry
 
 log = structlog.get_logger("chatflow.worker")
 

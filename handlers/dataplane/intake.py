@@ -25,11 +25,11 @@ from chatflow.runtime.state import RootInfo
 from chatflow.schemas.definition import ToolDefinition
 from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
 
-from . import metrics
+from ..keys import COMMANDS_GROUP, Keys
+from ..operations import metrics
+from ..redis_client import Client, Entry, send_all
+from ..settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .commandhead import command_head
-from .keys import COMMANDS_GROUP, Keys
-from .redis_client import Client, Entry, send_all
-from .settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .store import Commit, Publish, Store, Verdict, dead_letter
 
 log = structlog.get_logger("chatflow.intake")

@@ -36,9 +36,9 @@ from chatflow_agent.errors import ToolArgumentsError
 from chatflow_agent.runtime_specs import native_spec
 from chatflow_agent.tools import Tool
 
-from .keys import NATIVE_GROUP, Keys
-from .redis_client import Client, Entry
-from .settings import reply_matcher
+from ..keys import NATIVE_GROUP, Keys
+from ..redis_client import Client, Entry
+from ..settings import reply_matcher
 
 log = structlog.get_logger("chatflow.native")
 # Where a call's replyTo may point (under the key prefix); anything else gets the default.

@@ -4,7 +4,7 @@ Every worker runs these loops; they are idempotent, so several may race.
 Pending entries idle for ``claim_idle_ms`` are claimed with XPENDING + XCLAIM
 (XPENDING gives the delivery count, which XAUTOCLAIM does not) and go through
 the same processors as fresh entries. A live worker renews the leases of what it
-works on (handlers/leases.py), so only a dead or stuck worker's entries get that
+works on (handlers/dataplane/leases.py), so only a dead or stuck worker's entries get that
 idle; entries this worker still holds are never taken again by it. An entry delivered ``max_deliveries``
 times is a poison message: it goes to the dead-letter stream, and the
 execution it belonged to is answered with an internal error.
@@ -29,12 +29,12 @@ from chatflow.runtime import errors
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.state import step_decoder
 
-from . import metrics
+from ..keys import Keys
+from ..operations import metrics
+from ..redis_client import Entry
+from ..settings import Settings
 from .intake import ack_and_delete
-from .keys import Keys
 from .leases import Leases
-from .redis_client import Entry
-from .settings import Settings
 from .store import Store, dead_letter
 from .trees import End, end_trees
 

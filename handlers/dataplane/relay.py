@@ -12,10 +12,10 @@ import asyncio
 
 import structlog
 
-from . import metrics
-from .keys import RELAY_GROUP, Keys
-from .redis_client import Entry
-from .settings import Settings
+from ..keys import RELAY_GROUP, Keys
+from ..operations import metrics
+from ..redis_client import Entry
+from ..settings import Settings
 from .store import Publish, Store
 
 log = structlog.get_logger("chatflow.relay")

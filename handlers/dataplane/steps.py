@@ -28,9 +28,9 @@ from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
 
-from . import metrics
-from .logging import bound_execution, enter_execution, leave_execution
-from .redis_client import Entry
+from ..operations import metrics
+from ..operations.logging import bound_execution, enter_execution, leave_execution
+from ..redis_client import Entry
 from .store import Commit, Store
 
 log = structlog.get_logger("chatflow.steps")

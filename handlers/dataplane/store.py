@@ -30,8 +30,8 @@ from chatflow.runtime.state import (
 )
 from chatflow.schemas.wire import DeadLetter
 
-from .keys import COMMANDS_GROUP, STEPS_GROUP, Keys
-from .redis_client import Client, Command, send_all
+from ..keys import COMMANDS_GROUP, STEPS_GROUP, Keys
+from ..redis_client import Client, Command, send_all
 
 log = structlog.get_logger("chatflow.store")
 
@@ -121,7 +121,7 @@ class LuaScript:
     """
 
     def __init__(self, name: str, header: str = "") -> None:
-        self.source = header + resources.files("chatflow.handlers").joinpath(
+        self.source = header + resources.files("chatflow.handlers.dataplane").joinpath(
             f"lua/{name}.lua").read_text()
         self.sha = hashlib.sha1(self.source.encode(), usedforsecurity=False).hexdigest()
 
@@ -553,7 +553,7 @@ class Store:
     async def renew_leases(self, calls: list[tuple[str, str, list[bytes]]],
                            consumer: str) -> list[int]:
         """Reset the idle time of ``consumer``'s pending entries, per (stream, group, ids)
-        (handlers/leases.py); returns how many each call renewed."""
+        (handlers/dataplane/leases.py); returns how many each call renewed."""
         return [int(x) for x in await self._execute(
             [RENEW.command([stream], [group, consumer, *ids]) for stream, group, ids in calls])]
 

@@ -26,10 +26,10 @@ from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.state import ExecState
 
-from . import metrics
-from .keys import Keys
-from .redis_client import Client
-from .settings import Settings
+from ..keys import Keys
+from ..operations import metrics
+from ..redis_client import Client
+from ..settings import Settings
 from .store import COMMITTED, Commit, Store
 
 Reason = Literal["deadline_timeout", "dead_lettered", "cancelled"]  # metrics.TREE_END_REASONS

@@ -1,9 +1,9 @@
 """The worker: batch readers on the command, step and outbox streams, and the recovery loops.
 
 One process reads every partition's step and outbox streams and the command stream, one
-blocking XREADGROUP per consumer group over all of its streams (handlers/batches.py), and
+blocking XREADGROUP per consumer group over all of its streams (handlers/dataplane/batches.py), and
 runs the recovery loops. All of them are stateless: any worker, on any machine, can take any
-entry. Acks are manual, because a step's ack is part of its atomic commit (handlers/store.py).
+entry. Acks are manual, because a step's ack is part of its atomic commit (handlers/dataplane/store.py).
 """
 
 from __future__ import annotations
@@ -29,11 +29,7 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 
-from . import metrics as prom
-from .batches import GroupReader, by_slot
-from .health import HealthServer, memory_trouble
-from .intake import Intake
-from .keys import (
+from ..keys import (
     COMMANDS_GROUP,
     HISTORY_GROUP,
     NATIVE_GROUP,
@@ -42,18 +38,22 @@ from .keys import (
     STEPS_GROUP,
     Keys,
 )
+from ..operations import metrics as prom
+from ..operations.health import HealthServer, memory_trouble
+from ..projections.execlog import ExecutionLog, trim_source
+from ..redis_client import Client, Entry, make_client
+from ..settings import Settings
+from .batches import GroupReader, by_slot
+from .intake import Intake
 from .leases import Leases
 from .native import NativeToolServer
-from .projections.execlog import ExecutionLog, trim_source
 from .recovery import Recovery
-from .redis_client import Client, Entry, make_client
 from .relay import Relay
-from .settings import Settings
 from .steps import StepProcessor
 from .store import Store, Targets
 
 if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a second at start
-    from .history.runner import HistoryProjection
+    from ..history.runner import HistoryProjection
 
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
@@ -94,7 +94,7 @@ class Worker:
     url: str
     consumer: str = field(default_factory=consumer_name)
     extra_executors: dict[str, Any] = field(default_factory=dict)
-    native_tools: dict[str, Any] = field(default_factory=dict)  # name -> Tool (handlers/native.py)
+    native_tools: dict[str, Any] = field(default_factory=dict)  # name -> Tool (handlers/dataplane/native.py)
 
     def __post_init__(self) -> None:
         s = self.settings
@@ -146,7 +146,7 @@ class Worker:
         # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
         self.history: HistoryProjection | None = None
         if s.history_url:
-            from .history.runner import HistoryProjection
+            from ..history.runner import HistoryProjection
             self.history = HistoryProjection.from_settings(self.client, self.keys, s,
                                                            self.consumer)
         prom.configure(s.metrics_max_tools)
@@ -214,7 +214,7 @@ class Worker:
     async def _take(self, stream: str, group: str, process: Process,
                     entries: list[Entry]) -> None:
         """Start a batch under the worker's concurrency limit, fresh or reclaimed alike; its
-        entries stay leased to this worker (handlers/leases.py) until it ends."""
+        entries stay leased to this worker (handlers/dataplane/leases.py) until it ends."""
         release = self.leases.hold(stream, group, [entry_id for entry_id, _ in entries])
         try:
             await self._slots.acquire()

@@ -89,7 +89,7 @@ async def read_logs(client: Client, keys: Keys, exec_ids: list[str]) -> dict[str
     partition are left out). A tree's log is one string of its root (``Keys.log``), a line
     per transition, decoded by the runtime's one decoder (``runtime.state.decode_log``); a
     tree the previous version started also has per-execution streams (``Keys.events``),
-    whose entries come first, as in ``handlers.client.trace``."""
+    whose entries come first, as in ``handlers.interfaces.client.trace``."""
     wanted: list[tuple[str, int, str]] = []
     for exec_id in exec_ids:
         try:

@@ -3,7 +3,7 @@
 
 Its own group, apart from the Valkey projection's ``core-tool-executions``: each keeps its
 own position, so a slow or stopped database never holds the 7-day metrics back, and a
-rebuild of one does not replay the other. The worker runs it (``handlers/worker.py``) when
+rebuild of one does not replay the other. The worker runs it (``handlers/dataplane/worker.py``) when
 ``CHATFLOW_HISTORY_URL`` is set; ``chatflow up`` sets it to a SQLite file in its data folder.
 
 A batch is written, then acknowledged: a crash in between redelivers it, and the writes
@@ -95,7 +95,7 @@ class HistoryProjection:
     async def _definitions(self, captured: list[Captured]) -> dict[str, Any]:
         """The definitions the runs used, by content hash: the tree's copy, else the published
         tool itself while its hash still matches (a tree answered in the hop that took its
-        command writes no copy: handlers/store.py)."""
+        command writes no copy: handlers/dataplane/store.py)."""
         refs = list(dict.fromkeys((c.partition, c.def_hash, str(c.run.get("published_tool_id") or ""))
                                   for c in captured if c.def_hash and c.partition is not None))
         if not refs:

@@ -6,7 +6,7 @@ msgspec structs are not pydantic models, so each gets a pydantic view whose JSON
 schema is msgspec's own (refs inlined). The payload is the JSON held in an
 entry's single ``data`` field (SPEC: "A stream entry ... has one field, data").
 
-``python -m chatflow.handlers.asyncapi > docs/asyncapi.json`` regenerates the file;
+``python -m chatflow.handlers.interfaces.asyncapi > docs/asyncapi.json`` regenerates the file;
 tests/ops/test_asyncapi.py fails when it drifts from this code.
 """
 
@@ -30,7 +30,7 @@ from chatflow.schemas.wire import (
     ToolResult,
 )
 
-from .keys import COMMANDS_GROUP, PROJECTION_GROUP, Keys
+from ..keys import COMMANDS_GROUP, PROJECTION_GROUP, Keys
 
 TITLE = "chatflow-agent public streams"
 VERSION = "1.0.0"

@@ -14,8 +14,8 @@ import msgspec
 from chatflow.runtime.state import LogEntry, decode_log
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
-from .keys import Keys
-from .redis_client import Client
+from ..keys import Keys
+from ..redis_client import Client
 
 _result = msgspec.json.Decoder(ToolResult)
 

@@ -1,12 +1,12 @@
 """``chatflow mcp``: a workspace's tools served over MCP with the official ``mcp`` SDK.
 
 The SDK's low-level :class:`mcp.server.lowlevel.Server` answers ``tools/list`` and
-``tools/call`` from :class:`~chatflow.handlers.workspace_tools.WorkspaceTools`; a tool's failure
+``tools/call`` from :class:`~chatflow.handlers.controlplane.workspace_tools.WorkspaceTools`; a tool's failure
 is a result with ``isError`` carrying the runtime's message, never a protocol error.
 
 * **stdio** runs as the local user, who reaches Valkey anyway: no key.
 * **Streamable HTTP** takes ``Authorization: Bearer <API key>``, checked by the SDK's bearer
-  middleware against the API's key store (:func:`chatflow.handlers.apikeys.verify_token`, read
+  middleware against the API's key store (:func:`chatflow.handlers.controlplane.apikeys.verify_token`, read
   on every request, so a revoked key stops at once). Only keys of the served workspace pass;
   anything else answers 401. A viewer key lists the tools but may not run them, as in the API.
 
@@ -35,8 +35,8 @@ from chatflow.runtime.errors import ConfigurationError
 from chatflow_agent import __version__
 from chatflow_agent.runtime_tools import RuntimeConnection
 
-from .apikeys import list_workspaces, verify_token
-from .workspace_tools import Outcome, WorkspaceTools, store_of
+from ..controlplane.apikeys import list_workspaces, verify_token
+from ..controlplane.workspace_tools import Outcome, WorkspaceTools, store_of
 
 log = structlog.get_logger("chatflow.mcp")
 WRITERS = ("admin", "editor")

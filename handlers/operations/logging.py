@@ -11,14 +11,14 @@ from typing import Any, TextIO
 
 import structlog
 
-from .redaction import redact_secrets
+from ..redaction import redact_secrets
 
 
 def configure_logging(level: str | None = None, *, json: bool | None = None,
                       stream: TextIO | None = None) -> None:
     """JSON lines in production (``CHATFLOW_ENV=production``, ``CHATFLOW_LOG_FORMAT=json``, or
     no terminal), console lines in development; secrets always pass ``redact_secrets``."""
-    from .settings import LogSettings  # here: the CLI's start-up does not pay for pydantic
+    from ..settings import LogSettings  # here: the CLI's start-up does not pay for pydantic
 
     wanted = LogSettings()
     level = level or wanted.log_level

@@ -135,7 +135,7 @@ TREE_END_REASONS = ("deadline_timeout", "dead_lettered", "cancelled")
 
 class SharedCounters:
     """Counters kept in Redis, so every process exposes the same value (aggregate with
-    ``max``): trees ended from outside the machine, by reason (handlers/trees.py). A cancel
+    ``max``): trees ended from outside the machine, by reason (handlers/dataplane/trees.py). A cancel
     runs in the CLI or the API, whose own registries no worker's ``/metrics`` would show."""
 
     def __init__(self) -> None:

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .native import load_native_tools
-from .settings import Settings
-from .worker import Worker
+from ..dataplane.native import load_native_tools
+from ..dataplane.worker import Worker
+from ..settings import Settings
 
 if TYPE_CHECKING:  # the API (FastAPI, uvicorn, the history's SQLAlchemy) is imported only by
     # the processes that serve it: a worker starts in a fraction of the time without them.
@@ -54,7 +54,7 @@ def api_server(settings: Settings, host: str | None = None, port: int | None = N
                ) -> uvicorn.Server:
     import uvicorn
 
-    from .api import create_app
+    from ..api import create_app
 
     config = uvicorn.Config(create_app(settings), host=host or settings.api_host,
                             port=settings.api_port if port is None else port,

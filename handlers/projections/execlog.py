@@ -34,7 +34,7 @@ from redis.exceptions import NoScriptError
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import PROJECTION_GROUP, Keys
-from ..metrics import TRIMMED_UNREAD
+from ..operations.metrics import TRIMMED_UNREAD
 from ..redis_client import Client, Entry
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
 from .progress import GroupProgress, entry_id, text

@@ -1,6 +1,6 @@
 """Run the execution log projection on its own (``chatflow projections run``).
 
-The worker runs the same subscriber (handlers/worker.py); this process is for
+The worker runs the same subscriber (handlers/dataplane/worker.py); this process is for
 deployments that keep projections apart from tool execution. Same group, so
 both may run at once: entries are shared between them and deduplicated anyway.
 """
@@ -17,12 +17,12 @@ from redis.exceptions import RedisError
 
 from chatflow.runtime.machine import Machine
 
-from ..batches import entries_of, raw_broker, raw_entries
+from ..dataplane.batches import entries_of, raw_broker, raw_entries
+from ..dataplane.recovery import Recovery
+from ..dataplane.store import Store
 from ..keys import PROJECTION_GROUP, Keys
-from ..recovery import Recovery
 from ..redis_client import Entry, make_client
 from ..settings import Settings
-from ..store import Store
 from .execlog import ExecutionLog, ensure_group, trim_source
 
 log = structlog.get_logger("chatflow.projections")

@@ -31,10 +31,10 @@ from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
+from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
-from ..store import Store
 
 _result = msgspec.json.Decoder(ToolResult)
 

@@ -1,6 +1,6 @@
 """Publish one tool under a fixed publishedToolId, idempotently: create or update, then publish.
 
-Shared by ``chatflow up`` (the example tools, :mod:`handlers.examples`) and
+Shared by ``chatflow up`` (the example tools, :mod:`handlers.controlplane.examples`) and
 ``chatflow publish FILE``. Given ``{publishedToolId, toolId, name, definition}``:
 
 * no tool ``toolId``: create it with that draft and publish it under the id (``created``);

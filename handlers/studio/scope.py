@@ -16,7 +16,7 @@ import msgspec
 
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, workspace_of
 
-from ..client import first_log_entry
+from ..interfaces.client import first_log_entry
 from ..keys import Keys
 from ..redis_client import Client
 from ..registry import Registry

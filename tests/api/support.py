@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chatflow.handlers.api import create_app
-from chatflow.handlers.apikeys import create_api_key
+from chatflow.handlers.controlplane.apikeys import create_api_key
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import Client, make_client
 from chatflow.handlers.settings import Settings
@@ -92,7 +92,7 @@ class Api:
 
     async def new_key(self, workspace: str = "default", role: str = "admin",
                       **kw: Any) -> str:
-        """A fresh key's token (``chatflow.handlers.apikeys``, as the CLI makes them)."""
+        """A fresh key's token (``chatflow.handlers.controlplane.apikeys``, as the CLI makes them)."""
         _key_id, token = await create_api_key(self.client, self.keys, workspace=workspace,
                                               role=role, **kw)
         return token

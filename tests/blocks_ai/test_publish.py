@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from chatflow.handlers import logging as logging_setup
 from chatflow.handlers.cli.main import main
 from chatflow.handlers.keys import Keys
+from chatflow.handlers.operations import logging as logging_setup
 from chatflow.handlers.redis_client import make_client
 from chatflow.handlers.registry import Registry
 from chatflow.handlers.registry.crypto import SecretBox

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from chatflow.handlers.native import load_native_tools
+from chatflow.handlers.dataplane.native import load_native_tools
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow.handlers.registry.crypto import SecretBox
 from chatflow.handlers.registry.models import ToolCreate
 from chatflow.handlers.registry.registry import Registry
 from chatflow.handlers.registry.tools import ToolOps
-from chatflow.handlers.worker import Worker
 from chatflow_agent import Agent, Runner, RunResult, ToolExecutionError, tool
 from chatflow_agent.runtime_tools import (
     NativeToolProxy,

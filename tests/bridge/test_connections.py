@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from chatflow.handlers.native import load_native_tools
-from chatflow.handlers.worker import Worker
+from chatflow.handlers.dataplane.native import load_native_tools
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow_agent import Agent, Runner
 from chatflow_agent.runtime_client import CLIENT_NAME
 from chatflow_agent.runtime_tools import RuntimeConnection, RuntimeTools

@@ -14,8 +14,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from chatflow.handlers.embedded import EmbeddedServer, free_port
 from chatflow.handlers.keys import Keys
+from chatflow.handlers.operations.embedded import EmbeddedServer, free_port
 from chatflow.handlers.redis_client import make_client
 from tests.support.chaos import HoldingServer, WorkerPool, command, drained, read_all, setup_prefix
 

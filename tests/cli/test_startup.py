@@ -14,7 +14,7 @@ from chatflow.handlers.cli.main import COMMANDS, build_parser
 
 # What only a command's own work needs: the API framework, the worker, settings, Redis.
 HEAVY = {"fastapi", "uvicorn", "redis", "pydantic_settings", "faststream", "py_mini_racer",
-         "chatflow.handlers.worker", "chatflow.handlers.api", "chatflow.handlers.settings"}
+         "chatflow.handlers.dataplane.worker", "chatflow.handlers.api", "chatflow.handlers.settings"}
 
 
 def imported_modules(*argv: str) -> set[str]:

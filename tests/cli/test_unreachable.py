@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from chatflow.handlers import logging as logging_setup
 from chatflow.handlers.cli.main import main
 from chatflow.handlers.cli.unreachable import ADVICE
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations import logging as logging_setup
+from chatflow.handlers.operations.embedded import free_port
 
 # Run as a user would, in their own process (the console entry point, no traceback):
 IN_A_PROCESS = [["worker"], ["exec", "--tool", "pt-x"], ["tail", "--contact", "c"], ["api"]]

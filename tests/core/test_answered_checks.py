@@ -1,5 +1,5 @@
 """The tree checks of requests that waited for a connection slot share their reads
-(handlers/steps.py AnsweredChecks): one pipelined read per partition for every check asked
+(handlers/dataplane/steps.py AnsweredChecks): one pipelined read per partition for every check asked
 together, each check answered for its own tree."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import asyncio
 import pytest
 from redis.exceptions import RedisError
 
+from chatflow.handlers.dataplane.steps import AnsweredChecks
+from chatflow.handlers.dataplane.store import Store
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
-from chatflow.handlers.steps import AnsweredChecks
-from chatflow.handlers.store import Store
 
 
 class CountingStore(Store):

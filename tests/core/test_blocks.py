@@ -230,7 +230,7 @@ async def test_a_slow_endpoint_does_not_hold_the_other_steps_of_its_batch(
 
     import msgspec
 
-    from chatflow.handlers.client import last_id, wait_results
+    from chatflow.handlers.interfaces.client import last_id, wait_results
 
     release = threading.Event()
 

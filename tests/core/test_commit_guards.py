@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from chatflow.handlers.dataplane.store import STALE, Commit, Store
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
-from chatflow.handlers.store import STALE, Commit, Store
 from chatflow.runtime.state import LogEntry, Transition, decode_log
 from tests.harness import Harness
 from tests.support.http import LoopbackServer

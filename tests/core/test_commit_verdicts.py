@@ -1,6 +1,6 @@
 """commit.lua, called directly: one test per verdict, and no record ever fails halfway.
 
-The verdicts are one enum (``handlers.store.Verdict``) that the script's source is rendered
+The verdicts are one enum (``handlers.dataplane.store.Verdict``) that the script's source is rendered
 from; each test below makes the script return one of them and checks what it wrote.
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from chatflow.handlers.dataplane.store import COMMIT, Commit, Store, Targets, Verdict
 from chatflow.handlers.keys import STEPS_GROUP, Keys
 from chatflow.handlers.redis_client import Client, make_client
-from chatflow.handlers.store import COMMIT, Commit, Store, Targets, Verdict
 from chatflow.runtime.state import Emit, LogEntry, Transition, decode_log
 
 

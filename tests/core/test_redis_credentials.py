@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from chatflow.handlers.embedded import EmbeddedServer
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from tests.api.support import api_settings, running_api
 from tests.harness import Harness
 

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chatflow.handlers.client import last_id, wait_results
+from chatflow.handlers.interfaces.client import last_id, wait_results
 from tests.harness import Harness
 from tests.support.http import serve_asgi_in_thread
 

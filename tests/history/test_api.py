@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.db import engine_for, upgrade
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from tests.api.support import Api, api_settings, running_api
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness

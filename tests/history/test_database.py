@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow.handlers.history.db import HistoryError, async_url, current, engine_for, head, upgrade
 from chatflow.handlers.history.schema import metadata
 from chatflow.handlers.settings import Settings
-from chatflow.handlers.worker import Worker
 
 
 def test_an_operator_url_gets_its_async_driver() -> None:
@@ -54,7 +54,7 @@ async def test_a_worker_refuses_a_database_behind_its_migrations(
 
 async def test_an_unreachable_database_is_reported_with_the_setting_to_check(
         redis_url: str) -> None:
-    from chatflow.handlers.embedded import free_port
+    from chatflow.handlers.operations.embedded import free_port
 
     engine = engine_for(f"postgresql://nobody:hunter2@127.0.0.1:{free_port()}/none")
     try:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow.handlers.history.db import engine_for
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.history.schema import definitions, runs, steps
-from chatflow.handlers.worker import Worker
 from tests.core.tools import call, http, ret, script, to, tool
 from tests.harness import Harness
 from tests.support.http import LoopbackServer

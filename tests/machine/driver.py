@@ -1,6 +1,6 @@
 """An in-memory driver of the pure state machine: no Redis, no worker, no I/O.
 
-It plays the worker's part the way handlers/steps.py does (apply a transition only when the
+It plays the worker's part the way handlers/dataplane/steps.py does (apply a transition only when the
 version it expects is the stored one, drop every commit of a tree once it answered, settle
 each transition, run callTool children) and lets the test decide each I/O block's outcome.
 With ``run_ahead`` it carries each transition on as the worker does (runtime/runahead.py:

@@ -18,14 +18,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from chatflow.handlers.apikeys import create_api_key
-from chatflow.handlers.native import load_native_tools
+from chatflow.handlers.controlplane.apikeys import create_api_key
+from chatflow.handlers.dataplane.native import load_native_tools
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow.handlers.registry.crypto import SecretBox
 from chatflow.handlers.registry.models import ToolCreate
 from chatflow.handlers.registry.registry import Registry
 from chatflow.handlers.registry.scope import Scope
 from chatflow.handlers.registry.tools import ToolOps
-from chatflow.handlers.worker import Worker
 from tests.harness import Harness
 
 ORDER_STATUS = {

@@ -16,8 +16,8 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from chatflow.handlers.apikeys import revoke_api_key
-from chatflow.handlers.mcp_server import MCP_PATH, http_app
+from chatflow.handlers.controlplane.apikeys import revoke_api_key
+from chatflow.handlers.interfaces.mcp_server import MCP_PATH, http_app
 from chatflow.handlers.registry.scope import Scope
 from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.harness import Harness

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import msgspec
 
-from chatflow.handlers import asyncapi
+from chatflow.handlers.interfaces import asyncapi
 from chatflow.schemas.wire import (
     DeadLetter,
     ExecuteToolCommand,
@@ -20,7 +20,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "asyncapi.json"
 
 def test_the_committed_asyncapi_document_matches_the_code() -> None:
     assert DOC.read_text(encoding="utf-8") == asyncapi.render(), (
-        "docs/asyncapi.json drifted: run `python -m chatflow.handlers.asyncapi > docs/asyncapi.json`")
+        "docs/asyncapi.json drifted: "
+        "run `python -m chatflow.handlers.interfaces.asyncapi > docs/asyncapi.json`")
 
 
 def test_every_public_stream_is_documented_with_its_address() -> None:

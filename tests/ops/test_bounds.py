@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import uuid
 
+from chatflow.handlers.dataplane.store import Publish, Store, Targets
 from chatflow.handlers.keys import COMMANDS_GROUP, Keys
 from chatflow.handlers.settings import Settings
-from chatflow.handlers.store import Publish, Store, Targets
 from tests.harness import Harness
 from tests.ops.tools import returning
 

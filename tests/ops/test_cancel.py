@@ -11,10 +11,10 @@ import httpx
 
 from chatflow.handlers.cli.cancel_cmd import cancel_execution
 from chatflow.handlers.cli.executions_cmd import in_flight, render
-from chatflow.handlers.client import last_id, wait_results
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.dataplane.trees import trees_ended
+from chatflow.handlers.interfaces.client import last_id, wait_results
 from chatflow.handlers.keys import STEPS_GROUP
-from chatflow.handlers.trees import trees_ended
+from chatflow.handlers.operations.embedded import free_port
 from tests.api.support import api_settings, running_api
 from tests.harness import Harness
 from tests.ops.conftest import GatedServer

@@ -11,7 +11,7 @@ import structlog
 
 from chatflow.handlers.cli.main import main
 from chatflow.handlers.cli.projections_cmd import SCRATCH
-from chatflow.handlers.logging import configure_logging
+from chatflow.handlers.operations.logging import configure_logging
 from tests.harness import Harness
 from tests.ops.tools import publish_examples, returning, script_failing
 from tests.support.http import LoopbackServer

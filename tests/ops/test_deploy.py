@@ -18,7 +18,7 @@ import pytest
 import redis
 import yaml
 
-from chatflow.handlers.embedded import find_server_binary, free_port
+from chatflow.handlers.operations.embedded import find_server_binary, free_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chatflow.handlers.embedded import read_or_make_encryption_key
+from chatflow.handlers.operations.embedded import read_or_make_encryption_key
 from chatflow.handlers.registry.crypto import SecretBox
 from chatflow.runtime.errors import ConfigurationError
 

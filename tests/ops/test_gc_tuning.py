@@ -7,7 +7,7 @@ import sys
 
 PROBE = """
 import gc
-from chatflow.handlers.serving import tune_gc
+from chatflow.handlers.operations.serving import tune_gc
 default = gc.get_threshold()
 tune_gc({threshold})
 print(default[0], gc.get_threshold()[0], gc.get_freeze_count() > 0)

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import httpx
 import pytest
 
-from chatflow.handlers import health
-from chatflow.handlers.health import HealthServer
+from chatflow.handlers.operations import health
+from chatflow.handlers.operations.health import HealthServer
 
 
 async def ready_body(check: Callable[[], Awaitable[tuple[bool, str]]]) -> tuple[int, str]:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import structlog
 
-from chatflow.handlers.logging import bound_execution, configure_logging
+from chatflow.handlers.operations.logging import bound_execution, configure_logging
 
 
 @pytest.fixture

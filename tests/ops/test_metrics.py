@@ -10,9 +10,9 @@ import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chatflow.handlers import metrics
-from chatflow.handlers.embedded import free_port
-from chatflow.handlers.worker import Worker
+from chatflow.handlers.dataplane.worker import Worker
+from chatflow.handlers.operations import metrics
+from chatflow.handlers.operations.embedded import free_port
 from tests.harness import Harness
 from tests.ops.tools import looping, returning, script_failing
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations.embedded import free_port
 from tests.harness import Harness
 from tests.support.processes import start_worker
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from structlog.testing import capture_logs
 
-from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.keys import PROJECTION_GROUP
-from chatflow.handlers.metrics import TRIMMED_UNREAD
+from chatflow.handlers.operations.embedded import EmbeddedServer
+from chatflow.handlers.operations.metrics import TRIMMED_UNREAD
 from chatflow.handlers.projections import ExecutionLog, rebuild, snapshot, tool_metrics, trim_source
 from chatflow.handlers.projections.metrics import HOUR_MS
 from tests.harness import Harness

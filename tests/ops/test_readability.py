@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from chatflow.handlers.metrics import REGISTRY
+from chatflow.handlers.operations.metrics import REGISTRY
 from tests.harness import Harness
 from tests.ops.conftest import GatedServer
 from tests.ops.tools import calling, http_then_return

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import redis
 
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHATFLOW = str(Path(sys.executable).with_name("chatflow"))

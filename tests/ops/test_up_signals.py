@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations.embedded import free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc and relies on PR_SET_PDEATHSIG (Linux)")

@@ -16,11 +16,11 @@ import pytest
 import redis.asyncio as aioredis
 from prometheus_client.parser import text_string_to_metric_families
 
-from chatflow.handlers.client import last_id, publish, wait_results
-from chatflow.handlers.embedded import EmbeddedServer, free_port
+from chatflow.handlers.dataplane.recovery import Recovery
+from chatflow.handlers.dataplane.worker import Worker
+from chatflow.handlers.interfaces.client import last_id, publish, wait_results
 from chatflow.handlers.keys import COMMANDS_GROUP, RELAY_GROUP
-from chatflow.handlers.recovery import Recovery
-from chatflow.handlers.worker import Worker
+from chatflow.handlers.operations.embedded import EmbeddedServer, free_port
 from tests.harness import Harness
 from tests.ops.tools import returning
 from tests.support.processes import kill, start_worker

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chatflow.handlers.examples import example_tools
+from chatflow.handlers.controlplane.examples import example_tools
 from tests.harness import Harness
 
 END = {"type": "endAttendance"}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chatflow.handlers.examples import examples, in_call_order, publish_examples
+from chatflow.handlers.controlplane.examples import examples, in_call_order, publish_examples
 from chatflow.handlers.redis_client import make_client
 from chatflow.handlers.registry import Conflict, Registry
 from chatflow.handlers.registry.crypto import SecretBox

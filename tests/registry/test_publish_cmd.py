@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import structlog
 
-from chatflow.handlers import logging as logging_setup
 from chatflow.handlers.cli import main, registry_cmd
-from chatflow.handlers.examples import publish_examples
+from chatflow.handlers.controlplane.examples import publish_examples
+from chatflow.handlers.operations import logging as logging_setup
 from tests.api.support import ENCRYPTION_KEY, Api
 from tests.registry.defs import call_tool, definition, ret, returning
 

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 
 from chatflow.handlers.cli.cancel_cmd import cancel_execution
+from chatflow.handlers.dataplane.worker import Worker, ensure_groups
 from chatflow.handlers.keys import COMMANDS_GROUP, STEPS_GROUP
-from chatflow.handlers.worker import Worker, ensure_groups
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
 from tests.support.http import LoopbackServer, Request, json_reply

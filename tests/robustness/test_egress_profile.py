@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from chatflow.handlers.cli.common import announce_egress
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations.embedded import free_port
 from chatflow.handlers.settings import Settings
 from chatflow.runtime.egress import EgressDenied, EgressPolicy
 from chatflow.runtime.errors import ToolFailure

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from chatflow.handlers.dataplane.worker import Worker, ensure_groups
 from chatflow.handlers.keys import COMMANDS_GROUP, STEPS_GROUP
-from chatflow.handlers.worker import Worker, ensure_groups
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.state import ExecState
@@ -174,10 +174,10 @@ async def test_a_slow_reclaimed_step_does_not_hold_up_reclaim_of_the_other_parti
 
 async def test_a_lease_is_renewed_only_by_the_consumer_that_owns_the_entry(
         redis_url: str, prefix: str) -> None:
+    from chatflow.handlers.dataplane.leases import Leases
+    from chatflow.handlers.dataplane.store import Store
     from chatflow.handlers.keys import Keys
-    from chatflow.handlers.leases import Leases
     from chatflow.handlers.redis_client import make_client
-    from chatflow.handlers.store import Store
 
     keys = Keys(prefix, 1)
     client = make_client(redis_url)

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from chatflow.handlers.dataplane.trees import trees_ended
+from chatflow.handlers.dataplane.worker import Worker
 from chatflow.handlers.keys import COMMANDS_GROUP
-from chatflow.handlers.trees import trees_ended
-from chatflow.handlers.worker import Worker
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.state import ExecState
 from tests.core.tools import ret, script, tool

@@ -64,8 +64,8 @@ async def test_the_reply_streams_setting_opens_other_streams(redis_url: str, pre
 
 
 async def test_a_native_tool_call_cannot_reply_into_the_registry_log(harness: Harness) -> None:
-    from chatflow.handlers.native import load_native_tools
-    from chatflow.handlers.worker import Worker
+    from chatflow.handlers.dataplane.native import load_native_tools
+    from chatflow.handlers.dataplane.worker import Worker
 
     worker = Worker(harness.settings, harness.url,
                     native_tools=load_native_tools(["tests.bridge.native_tools"]))

@@ -61,7 +61,7 @@ async def test_me_names_the_calling_key(api: Api) -> None:
 
 
 async def test_a_revoked_key_is_refused_at_once_by_every_api_process(api: Api) -> None:
-    from chatflow.handlers.apikeys import revoke_api_key
+    from chatflow.handlers.controlplane.apikeys import revoke_api_key
 
     token = await api.new_key("default", "editor")
     async with running_api(api.settings) as second, api.as_key(token) as first_client, \
@@ -76,7 +76,7 @@ async def test_a_revoked_key_is_refused_at_once_by_every_api_process(api: Api) -
 
 
 async def test_an_expired_key_is_refused(api: Api) -> None:
-    from chatflow.handlers.apikeys import now_ms
+    from chatflow.handlers.controlplane.apikeys import now_ms
 
     two_days_ago = now_ms() - 2 * 86_400_000
     expired = await api.new_key("default", "admin", expires_in_days=1, now=two_days_ago)
@@ -89,7 +89,7 @@ async def test_an_expired_key_is_refused(api: Api) -> None:
 
 
 async def test_a_key_records_when_it_was_last_used(api: Api) -> None:
-    from chatflow.handlers.apikeys import list_api_keys
+    from chatflow.handlers.controlplane.apikeys import list_api_keys
 
     token = await api.new_key("default", "viewer")
     key_id = token.split("_")[1]

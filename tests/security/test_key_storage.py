@@ -33,7 +33,7 @@ async def every_value(client: Any) -> list[bytes]:
 
 
 async def test_no_token_is_stored_in_clear_anywhere_in_redis(api: Api) -> None:
-    from chatflow.handlers.apikeys import revoke_api_key
+    from chatflow.handlers.controlplane.apikeys import revoke_api_key
 
     tokens = [api.token]
     for workspace, role in (("default", "editor"), ("shop", "viewer"), ("shop", "admin")):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chatflow.handlers.apikeys import verify_token
 from chatflow.handlers.cli import main
 from chatflow.handlers.cli.run_cmd import announce_admin_key
+from chatflow.handlers.controlplane.apikeys import verify_token
 from chatflow.handlers.keys import Keys
 from chatflow.handlers.redis_client import make_client
 from chatflow.handlers.settings import Settings

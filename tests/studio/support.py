@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from chatflow.handlers.api import create_app
-from chatflow.handlers.apikeys import create_api_key
+from chatflow.handlers.controlplane.apikeys import create_api_key
 from tests.api.support import api_settings
 from tests.harness import Harness
 from tests.support.http import serve_asgi

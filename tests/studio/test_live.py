@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from chatflow.handlers.client import publish as publish_command
-from chatflow.handlers.client import wait_results
+from chatflow.handlers.interfaces.client import publish as publish_command
+from chatflow.handlers.interfaces.client import wait_results
 from tests.studio.support import Studio
 from tests.support.http import serve_asgi
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from chatflow.handlers.api.studio_routes import daily
+from chatflow.handlers.operations.serving import announce, api_server
 from chatflow.handlers.projections.metrics import HOUR_MS
-from chatflow.handlers.serving import announce, api_server
 from chatflow.handlers.settings import Settings
 from tests.api.support import Api
 

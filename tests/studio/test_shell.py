@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
-from chatflow.handlers.apikeys import create_api_key, revoke_api_key
+from chatflow.handlers.controlplane.apikeys import create_api_key, revoke_api_key
 from tests.studio.support import Studio
 
 

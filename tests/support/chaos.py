@@ -46,12 +46,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from chatflow.handlers.cli.replay_cmd import verify_recent
-from chatflow.handlers.embedded import EmbeddedServer
 from chatflow.handlers.history.db import engine_for, upgrade
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.history.schema import runs as run_rows
 from chatflow.handlers.history.verify import verify
 from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.projections.metrics import tool_metrics
 from chatflow.handlers.redis_client import Client, make_client
 from tests.support.http import serve_asgi_in_thread

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from chatflow.handlers.embedded import free_port
+from chatflow.handlers.operations.embedded import free_port
 
 HOW = ("PostgreSQL's initdb and pg_ctl were not found: install Debian's `postgresql` "
        "(apt-get install postgresql) or put a PostgreSQL bin folder on PATH; .ci/run does it")

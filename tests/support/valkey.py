@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from chatflow.handlers.embedded import EmbeddedServer, find_server_binary, free_port
+from chatflow.handlers.operations.embedded import EmbeddedServer, find_server_binary, free_port
 
 
 @pytest.fixture(scope="session")

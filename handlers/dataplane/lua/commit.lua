@@ -13,9 +13,9 @@
 --     record = ack id ('' for none), ack stream key idx (0), the checks' length, the
 --              writes' length (in arguments), the checks, the writes
 --     op = key idx * 16 + op (the table OP), then its fields: N[op] arguments in all.
---          OP and N are rendered above this line from handlers/store.py's Op and ARITY,
+--          OP and N are rendered above this line from handlers/dataplane/store.py's Op and ARITY,
 --          which say what each op's fields are.
--- Returns one verdict per record, from the table V that handlers/store.py renders above
+-- Returns one verdict per record, from the table V that handlers/dataplane/store.py renders above
 -- this line out of its Verdict enum (the one definition both sides read).
 -- A record never fails halfway: every check (the done key, every expected version, the
 -- type of a stream a command named, the commandId guard) runs before its first write. The
