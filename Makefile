@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow lint typecheck bench chaos chaos-short up screenshots
+.PHONY: install test test-slow lint typecheck bench instructions chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -23,6 +23,11 @@ typecheck:
 
 bench:
 	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2
+
+# Instructions per execution under valgrind's callgrind: counted, so they hold still while
+# this VM's CPU speed moves (bench/instructions.py). Needs valgrind.
+instructions:
+	$(PY) -m bench.instructions --executions 1000
 
 chaos:
 	$(PY) -m bench.chaos --executions 10000 --seconds 900
