@@ -101,12 +101,6 @@ def _compiled(template: str) -> Compiled:
     return tuple(pieces), template[pos:]
 
 
-def _parse(template: str) -> Compiled:
-    if len(template) <= _COMPILED_MAX_CHARS:
-        return _compiled(template)
-    return _compiled.__wrapped__(template)
-
-
 def render(
     template: str,
     variables: Mapping[str, Any],
@@ -116,11 +110,21 @@ def render(
 ) -> str:
     if "{{" not in template:
         return template
-    pieces, tail = _parse(template)
+    # A longer template is parsed each time (see ``_COMPILED_MAX_CHARS``).
+    pieces, tail = (_compiled(template) if len(template) <= _COMPILED_MAX_CHARS
+                    else _compiled.__wrapped__(template))
     if len(pieces) == 1 and not tail and not pieces[0][0]:
         # The template is one token (``{{n}}``, the usual return value and input): its text,
-        # with no list to join.
-        text = to_text(_resolve_parts(pieces[0][1], variables, context))
+        # with no list to join. A one-name token that holds a string (the usual one) is
+        # looked up and returned here, as ``_resolve_parts`` and ``to_text`` would.
+        parts = pieces[0][1]
+        if len(parts) == 1:
+            head = parts[0]
+            value = (context[head] if head in CONTEXT_ROOTS and head in context
+                     else variables.get(head, _MISSING))
+        else:
+            value = _resolve_parts(parts, variables, context)
+        text = value if type(value) is str else to_text(value)
         if len(text) > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
         return text

@@ -49,6 +49,10 @@ LoadStates = Callable[[int, list[tuple[str, ExecState | None]]],
                       Awaitable[list[ExecState | None]]]
 
 
+# Definitions ``RunAhead`` remembers at most (see ``RunAhead._known``).
+_KNOWN_MAX = 256
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -71,6 +75,10 @@ class RunAhead:
         """``run_blocks``, when given, runs each round's blocks instead of ``run_block``."""
         self.machine = machine
         self.definitions = definitions
+        # Definitions by digest, as ``definitions`` gave them: a digest names one text, so
+        # what it gave once stays right, and a carry asks for the same few several times
+        # per tree (each plan, each resume). Bounded: cleared when full.
+        self._known: dict[str, ToolDefinition] = {}
         self.run_block = run_block
         self.run_blocks = run_blocks
         self.load_states = load_states or _known_only
@@ -115,7 +123,13 @@ class RunAhead:
                     if c.inert is not None and now <= c.inert[1].deadlineMs]
             if not work:
                 break
-            done = await self._run([(state, block) for _, (_, state, block) in work])
+            run_block = self.run_block
+            if len(work) == 1 and run_block is not None and self.run_blocks is None:
+                # The usual case: one block, run here (no list, no coroutine of ``_run``).
+                _, (_, state, block) = work[0]
+                done = [await run_block(state, block)]
+            else:
+                done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
             for (c, (step, _, _)), outcome in zip(work, done, strict=True):
                 steps = c.t.steps
@@ -199,13 +213,21 @@ class RunAhead:
         planned = c.planned.get(step.exec_id)
         if planned is not None and planned[0] == step.version and now <= state.deadlineMs:
             return planned[1]
-        definition = self.definitions(state.defHash)
+        definition = self._known.get(state.defHash) or self._definition(state.defHash)
         if definition is None:
             return None
         decided = self.machine.plan(state, definition, now, into=into)
         if not isinstance(decided, Transition):
             c.planned[step.exec_id] = (step.version, decided)
         return decided
+
+    def _definition(self, digest: str) -> ToolDefinition | None:
+        definition = self.definitions(digest)
+        if definition is not None:  # one not known yet is not remembered: it may come later
+            if len(self._known) >= _KNOWN_MAX:
+                self._known.clear()
+            self._known[digest] = definition
+        return definition
 
     async def _resume_loaded(self, partition: int, live: list[_Carried]) -> None:
         """A finished child's ``resume`` step whose parent ``c`` did not write: the parents
@@ -242,7 +264,7 @@ class RunAhead:
         if (step.child is None or parent.execId != step.exec_id
                 or parent.version != step.version or parent.status != "waiting"):
             return False
-        definition = self.definitions(parent.defHash)
+        definition = self._known.get(parent.defHash) or self._definition(parent.defHash)
         if definition is None:
             return False
         # A parent ``c`` wrote has its version check implied by that write: its decision is
