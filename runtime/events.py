@@ -31,6 +31,10 @@ DEBUG_VALUE_MAX_BYTES = 16 * 1024
 _SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
+# Types a decoded context's values have that are never a mapping.
+_PLAIN = frozenset({str, int, float, bool, list, type(None)})
+
+
 @functools.lru_cache(maxsize=4096)
 def _secret_key(key: str) -> bool:
     # Context keys repeat from command to command; the regex runs once per distinct key.
@@ -55,10 +59,10 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
             masked = recordable_context(value, depth + 1)
             if masked is value:
                 continue
-        elif isinstance(value, Mapping) and depth < 4:
-            masked = recordable_context(value, depth + 1)  # a dict of its own
+        elif type(value) in _PLAIN or depth >= 4 or not isinstance(value, Mapping):
+            continue  # a plain value's type tells it is no mapping: no ABC check for it
         else:
-            continue
+            masked = recordable_context(value, depth + 1)  # a dict of its own
         if out is None:
             out = dict(context)  # the keys keep their order; only masked values change
         out[key] = masked
