@@ -71,6 +71,20 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
     return context if type(context) is dict else dict(context)
 
 
+def recordable_command_context(context: dict[str, Any]) -> dict[str, Any]:
+    """``recordable_context`` of a context as ``Machine.start`` builds it (``router``,
+    ``flow``, ``contact``: no key of them is a secret's), looking into their values only."""
+    router, flow, contact = context["router"], context["flow"], context["contact"]
+    if type(router) is not dict or type(flow) is not dict or type(contact) is not dict:
+        return recordable_context(context)
+    r = recordable_context(router, 1) if router else router
+    f = recordable_context(flow, 1) if flow else flow
+    c = recordable_context(contact, 1) if contact else contact
+    if r is router and f is flow and c is contact:
+        return context
+    return {"router": r, "flow": f, "contact": c}
+
+
 @functools.lru_cache(maxsize=64)
 def _iso_second(second: int) -> str:
     return datetime.fromtimestamp(second, tz=UTC).isoformat(timespec="seconds")[:-6]

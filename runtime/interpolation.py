@@ -101,6 +101,15 @@ def _compiled(template: str) -> Compiled:
     return tuple(pieces), template[pos:]
 
 
+@functools.lru_cache(maxsize=2048)
+def _one_name(template: str) -> str | None:
+    """The name when ``template`` is one token of one name (``{{n}}``), else None."""
+    pieces, tail = _compiled(template)
+    if len(pieces) == 1 and not tail and not pieces[0][0] and len(pieces[0][1]) == 1:
+        return pieces[0][1][0]
+    return None
+
+
 def render(
     template: str,
     variables: Mapping[str, Any],
@@ -111,20 +120,21 @@ def render(
     if "{{" not in template:
         return template
     # A longer template is parsed each time (see ``_COMPILED_MAX_CHARS``).
-    pieces, tail = (_compiled(template) if len(template) <= _COMPILED_MAX_CHARS
-                    else _compiled.__wrapped__(template))
-    if len(pieces) == 1 and not tail and not pieces[0][0]:
-        # The template is one token (``{{n}}``, the usual return value and input): its text,
-        # with no list to join. A one-name token that holds a string (the usual one) is
-        # looked up and returned here, as ``_resolve_parts`` and ``to_text`` would.
-        parts = pieces[0][1]
-        if len(parts) == 1:
-            head = parts[0]
-            value = (context[head] if head in CONTEXT_ROOTS and head in context
-                     else variables.get(head, _MISSING))
-        else:
-            value = _resolve_parts(parts, variables, context)
+    short = len(template) <= _COMPILED_MAX_CHARS
+    name = _one_name(template) if short else None
+    if name is not None:
+        # ``{{name}}``, the usual return value and input: looked up here, as
+        # ``_resolve_parts`` would, and a string (the usual value) is its own text.
+        value = (context[name] if name in CONTEXT_ROOTS and name in context
+                 else variables.get(name, _MISSING))
         text = value if type(value) is str else to_text(value)
+        if len(text) > max_chars:
+            raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
+        return text
+    pieces, tail = _compiled(template) if short else _compiled.__wrapped__(template)
+    if len(pieces) == 1 and not tail and not pieces[0][0]:
+        # The template is one token with a path: its text, with no list to join.
+        text = to_text(_resolve_parts(pieces[0][1], variables, context))
         if len(text) > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
         return text

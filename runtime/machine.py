@@ -38,7 +38,7 @@ from .events import (
     block_debug,
     debug_emit,
     execution_emit,
-    recordable_context,
+    recordable_command_context,
     result_emit,
     tool_result,
 )
@@ -117,7 +117,7 @@ class Machine:
         t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
                               detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
                                       "variables": state.variables,
-                                      "context": recordable_context(context)}))
+                                      "context": recordable_command_context(context)}))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------

@@ -169,6 +169,8 @@ class RunAhead:
         decided = 0
         limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
         latest = c.latest
+        known = self._known
+        plan = self.machine.plan
         c.inert = None
         c.waiting = False
         i = 0
@@ -190,36 +192,29 @@ class RunAhead:
             elif state.version != step.version or state.status != "running":
                 i += 1  # not a step this transition's states can advance
             else:
-                into = c.t if c.owned else None
-                written = len(c.t.writes)
-                planned = self._plan(c, step, state, now, into)
-                if planned is into and into is not None:
-                    c.built(i, written)
-                    decided += 1
-                elif isinstance(planned, Transition):
-                    c.fuse(i, planned)  # built apart: nothing was added to ``into``
+                # Planning reads only the state, the definition and ``now``: a step planned
+                # again in a later pass (its block not run yet) gets the same answer.
+                definition = known.get(state.defHash) or self._definition(state.defHash)
+                if definition is None:
+                    i += 1  # its definition is unknown here: the step stays
+                    continue
+                t = c.t
+                if c.owned:
+                    written = len(t.writes)
+                    planned = plan(state, definition, now, into=t)
+                    if planned is t:
+                        c.built(i, written)
+                        decided += 1
+                        continue
+                else:
+                    planned = plan(state, definition, now)
+                if isinstance(planned, Transition):
+                    c.fuse(i, planned)  # built apart: nothing was added to ``t``
                     decided += 1
                 else:
-                    if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
+                    if c.inert is None and planned.type in INERT_BLOCKS:
                         c.inert = (step, state, planned)
                     i += 1
-
-    def _plan(self, c: _Carried, step: StepMsg, state: ExecState, now: int,
-              into: Transition | None) -> RunnableBlock | Transition | None:
-        """What the machine plans for run step ``step`` of ``c``, which advances ``state``
-        (None: its definition is unknown). A block planned once is remembered: planning reads
-        only the state, the definition and, for the deadline, ``now``, so until that
-        deadline it is the same."""
-        planned = c.planned.get(step.exec_id)
-        if planned is not None and planned[0] == step.version and now <= state.deadlineMs:
-            return planned[1]
-        definition = self._known.get(state.defHash) or self._definition(state.defHash)
-        if definition is None:
-            return None
-        decided = self.machine.plan(state, definition, now, into=into)
-        if not isinstance(decided, Transition):
-            c.planned[step.exec_id] = (step.version, decided)
-        return decided
 
     def _definition(self, digest: str) -> ToolDefinition | None:
         definition = self.definitions(digest)
@@ -305,17 +300,15 @@ class _Carried:
     ``t.writes`` may hold several versions of one execution while it is built;
     ``latest`` has the last of each, so the state a step advances is one lookup, and
     ``transition`` keeps only those, each where its last write is, as fuses always
-    ordered them. ``planned`` remembers the block planned for each run step (see
-    ``RunAhead._plan``)."""
+    ordered them."""
 
-    __slots__ = ("given", "inert", "latest", "owned", "planned", "t", "waiting")
+    __slots__ = ("given", "inert", "latest", "owned", "t", "waiting")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
         self.t = t
         self.owned = False
         self.latest: dict[str, ExecState] = {state.execId: state for state in t.writes}
-        self.planned: dict[str, tuple[int, RunnableBlock]] = {}  # by execution: version, block
         # The first run step whose next block is inert, its state and the block: the next
         # round runs it (``RunAhead._advance`` notes it).
         self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None
