@@ -93,6 +93,9 @@ class RunAhead:
         httpCall, a callAI...) stays a step entry for the next hop. The rounds stop after
         ``budget_ms``, so the other entries of a batch are not held for long. The input is
         not changed."""
+        if len(transitions) == 1:
+            only = transitions[0]
+            return [None if only is None else await self._carry_one(partition, only)]
         now = self.clock()
         carried: list[_Carried | None] = []
         live: list[_Carried] = []
@@ -123,13 +126,7 @@ class RunAhead:
                     if c.inert is not None and now <= c.inert[1].deadlineMs]
             if not work:
                 break
-            run_block = self.run_block
-            if len(work) == 1 and run_block is not None and self.run_blocks is None:
-                # The usual case: one block, run here (no list, no coroutine of ``_run``).
-                _, (_, state, block) = work[0]
-                done = [await run_block(state, block)]
-            else:
-                done = await self._run([(state, block) for _, (_, state, block) in work])
+            done = await self._run([(state, block) for _, (_, state, block) in work])
             now = self.clock()
             for (c, (step, _, _)), outcome in zip(work, done, strict=True):
                 steps = c.t.steps
@@ -137,6 +134,36 @@ class RunAhead:
                 c.fuse(len(steps) - 1 if steps[-1] is step else _index(steps, step), outcome)
                 self._advance(c, now, True)
         return [None if c is None else c.transition() for c in carried]
+
+    async def _carry_one(self, partition: int, t: Transition) -> Transition:
+        """``carry`` of a batch of one (every command at intake, most step batches): the
+        same rounds, with no list of work or of blocks per round."""
+        c = _Carried(t)
+        self._advance(c, self.clock(), True)
+        limits = self.machine.limits
+        until = self.clock() + self.budget_ms
+        loads = self.load_states is not _known_only
+        run_block, run_blocks = self.run_block, self.run_blocks
+        for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
+            if loads and c.waiting:
+                await self._resume_loaded(partition, [c])
+            now = self.clock()
+            if now >= until or (run_block is None and run_blocks is None):
+                break
+            inert = c.inert
+            if inert is None or now > inert[1].deadlineMs:
+                break  # nothing inert to run, or the tree's deadline passed since it was planned
+            step, state, block = inert
+            if run_blocks is not None:
+                (done,) = await run_blocks([(state, block)])
+            else:
+                assert run_block is not None  # one of the two is given (checked above)
+                done = await run_block(state, block)
+            now = self.clock()
+            steps = c.t.steps
+            c.fuse(len(steps) - 1 if steps[-1] is step else _index(steps, step), done)
+            self._advance(c, now, True)
+        return c.transition()
 
     async def _run(self, blocks: list[tuple[ExecState, RunnableBlock]]) -> list[Transition]:
         """Run one round's inert blocks (one per carried transition): all at once, in order."""
