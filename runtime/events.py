@@ -141,7 +141,9 @@ def result_emit(root: RootInfo, result: ToolResult) -> Emit:
 def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
     # Positional, in the struct's field order: two of these per one-hop execution.
     code = error.code if error else None
-    duration = max(0, now - state.startedMs)
+    duration = now - state.startedMs
+    if duration < 0:
+        duration = 0
     event = ToolExecutionStreamEvent(
         state.toolId, state.publishedToolId, duration, ok, iso(now),
         state.execId, state.rootId, state.root.commandId, state.depth, code,

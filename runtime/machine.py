@@ -296,8 +296,8 @@ class Machine:
 
     def _spawn_guard(self, state: ExecState, child_pt: str) -> ToolFailure | None:
         # The chain's names compared in place: the list ``state.chain`` builds is for the error.
-        if child_pt == state.publishedToolId or any(f.publishedToolId == child_pt
-                                                    for f in state.frames):
+        if child_pt == state.publishedToolId or (state.frames and any(
+                f.publishedToolId == child_pt for f in state.frames)):
             return errors.tool_cycle([*state.chain, child_pt])
         if state.depth + 1 > self.limits.max_depth:
             return errors.tool_depth(self.limits.max_depth)
