@@ -138,13 +138,16 @@ class Machine:
         if block is None:
             return self._fail(_own(state), errors.tool_block_invalid(state.block, state.publishedToolId),
                               now, into)
-        if isinstance(block, UnknownBlock):
+        # ``type() is``, not isinstance: a block is its model's own class (never a subclass),
+        # and isinstance against a pydantic model class that does not match runs ABCMeta's
+        # __instancecheck__ in Python, on every plan.
+        if type(block) is UnknownBlock:
             return self._fail(_own(state), errors.tool_block_type_unknown(
                 state.publishedToolId, state.block, block.type), now, into)
         if state.hops >= self.limits.max_hops:
             return self._fail(_own(state), errors.tool_loop(state.publishedToolId, self.limits.max_hops),
                               now, into)
-        if isinstance(block, ReturnBlock):
+        if type(block) is ReturnBlock:
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
@@ -157,7 +160,7 @@ class Machine:
             t.log.append(LogEntry("block", state.execId, now, blockId=block.id,
                                   blockType="return", durationMs=0, ok=True, result=value))
             return self._finish(_own(state), value, None, now, t)
-        return block
+        return block  # type: ignore[return-value]  # neither unknown nor return (see above)
 
     def after_block(
         self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
