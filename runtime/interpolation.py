@@ -55,6 +55,8 @@ def _resolve_parts(parts: list[str] | tuple[str, ...], variables: Mapping[str, A
 
 
 def _child(value: Any, part: str) -> Any:
+    if type(value) is dict:  # the usual value, told apart before the Mapping ABC's check
+        return value.get(part, _MISSING)
     if isinstance(value, str) and value[:1] in "[{":
         # A JSON body stored as text is still readable by path.
         try:
@@ -141,7 +143,13 @@ def render(
     out: list[str] = []
     size = 0
     for text, parts in pieces:
-        piece = text + to_text(_resolve_parts(parts, variables, context))
+        if len(parts) == 1:  # a one-name token, looked up here (as above)
+            head = parts[0]
+            value = (context[head] if head in CONTEXT_ROOTS and head in context
+                     else variables.get(head, _MISSING))
+        else:
+            value = _resolve_parts(parts, variables, context)
+        piece = text + (value if type(value) is str else to_text(value))
         size += len(piece)
         if size > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
