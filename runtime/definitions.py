@@ -43,9 +43,12 @@ class DefinitionCache:
         """The published tool stored under ``tool:{pt}``, or the seed's load failure."""
         if raw is None:
             return errors.tool_not_found(pt)
-        digest = self._digest(raw)
-        cached = self.get(digest)
+        # ``_digest`` and ``get`` inline for a text seen before: every command and every
+        # callTool parses its tool again.
+        digest = self._digests.get(raw) or self._digest(raw)
+        cached = self._items.get(digest)
         if cached is not None:
+            self._items.move_to_end(digest)
             return cached, digest, raw
         try:
             tool = PublishedTool.model_validate_json(raw)

@@ -31,6 +31,10 @@ DEBUG_VALUE_MAX_BYTES = 16 * 1024
 _SECRET = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
+# Types a decoded context's values have that are never a mapping.
+_PLAIN = frozenset({str, int, float, bool, list, type(None)})
+
+
 @functools.lru_cache(maxsize=4096)
 def _secret_key(key: str) -> bool:
     # Context keys repeat from command to command; the regex runs once per distinct key.
@@ -55,16 +59,30 @@ def recordable_context(context: Mapping[str, Any], depth: int = 0) -> dict[str, 
             masked = recordable_context(value, depth + 1)
             if masked is value:
                 continue
-        elif isinstance(value, Mapping) and depth < 4:
-            masked = recordable_context(value, depth + 1)  # a dict of its own
+        elif type(value) in _PLAIN or depth >= 4 or not isinstance(value, Mapping):
+            continue  # a plain value's type tells it is no mapping: no ABC check for it
         else:
-            continue
+            masked = recordable_context(value, depth + 1)  # a dict of its own
         if out is None:
             out = dict(context)  # the keys keep their order; only masked values change
         out[key] = masked
     if out is not None:
         return out
     return context if type(context) is dict else dict(context)
+
+
+def recordable_command_context(context: dict[str, Any]) -> dict[str, Any]:
+    """``recordable_context`` of a context as ``Machine.start`` builds it (``router``,
+    ``flow``, ``contact``: no key of them is a secret's), looking into their values only."""
+    router, flow, contact = context["router"], context["flow"], context["contact"]
+    if type(router) is not dict or type(flow) is not dict or type(contact) is not dict:
+        return recordable_context(context)
+    r = recordable_context(router, 1) if router else router
+    f = recordable_context(flow, 1) if flow else flow
+    c = recordable_context(contact, 1) if contact else contact
+    if r is router and f is flow and c is contact:
+        return context
+    return {"router": r, "flow": f, "contact": c}
 
 
 @functools.lru_cache(maxsize=64)
@@ -123,7 +141,9 @@ def result_emit(root: RootInfo, result: ToolResult) -> Emit:
 def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
     # Positional, in the struct's field order: two of these per one-hop execution.
     code = error.code if error else None
-    duration = max(0, now - state.startedMs)
+    duration = now - state.startedMs
+    if duration < 0:
+        duration = 0
     event = ToolExecutionStreamEvent(
         state.toolId, state.publishedToolId, duration, ok, iso(now),
         state.execId, state.rootId, state.root.commandId, state.depth, code,

@@ -55,6 +55,8 @@ def _resolve_parts(parts: list[str] | tuple[str, ...], variables: Mapping[str, A
 
 
 def _child(value: Any, part: str) -> Any:
+    if type(value) is dict:  # the usual value, told apart before the Mapping ABC's check
+        return value.get(part, _MISSING)
     if isinstance(value, str) and value[:1] in "[{":
         # A JSON body stored as text is still readable by path.
         try:
@@ -101,10 +103,13 @@ def _compiled(template: str) -> Compiled:
     return tuple(pieces), template[pos:]
 
 
-def _parse(template: str) -> Compiled:
-    if len(template) <= _COMPILED_MAX_CHARS:
-        return _compiled(template)
-    return _compiled.__wrapped__(template)
+@functools.lru_cache(maxsize=2048)
+def _one_name(template: str) -> str | None:
+    """The name when ``template`` is one token of one name (``{{n}}``), else None."""
+    pieces, tail = _compiled(template)
+    if len(pieces) == 1 and not tail and not pieces[0][0] and len(pieces[0][1]) == 1:
+        return pieces[0][1][0]
+    return None
 
 
 def render(
@@ -116,10 +121,21 @@ def render(
 ) -> str:
     if "{{" not in template:
         return template
-    pieces, tail = _parse(template)
+    # A longer template is parsed each time (see ``_COMPILED_MAX_CHARS``).
+    short = len(template) <= _COMPILED_MAX_CHARS
+    name = _one_name(template) if short else None
+    if name is not None:
+        # ``{{name}}``, the usual return value and input: looked up here, as
+        # ``_resolve_parts`` would, and a string (the usual value) is its own text.
+        value = (context[name] if name in CONTEXT_ROOTS and name in context
+                 else variables.get(name, _MISSING))
+        text = value if type(value) is str else to_text(value)
+        if len(text) > max_chars:
+            raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
+        return text
+    pieces, tail = _compiled(template) if short else _compiled.__wrapped__(template)
     if len(pieces) == 1 and not tail and not pieces[0][0]:
-        # The template is one token (``{{n}}``, the usual return value and input): its text,
-        # with no list to join.
+        # The template is one token with a path: its text, with no list to join.
         text = to_text(_resolve_parts(pieces[0][1], variables, context))
         if len(text) > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")
@@ -127,7 +143,13 @@ def render(
     out: list[str] = []
     size = 0
     for text, parts in pieces:
-        piece = text + to_text(_resolve_parts(parts, variables, context))
+        if len(parts) == 1:  # a one-name token, looked up here (as above)
+            head = parts[0]
+            value = (context[head] if head in CONTEXT_ROOTS and head in context
+                     else variables.get(head, _MISSING))
+        else:
+            value = _resolve_parts(parts, variables, context)
+        piece = text + (value if type(value) is str else to_text(value))
         size += len(piece)
         if size > max_chars:
             raise RenderTooLarge(f"rendered text exceeds {max_chars} characters")

@@ -59,7 +59,11 @@ def variables_over(variables: Mapping[str, Any], writes: Mapping[str, Any],
     """``variables_too_large`` when the variables after ``writes`` would exceed ``cap``."""
     if not writes:
         return None
-    size = json_size({**variables, **writes})
+    return variables_too_large(json_size({**variables, **writes}), cap)
+
+
+def variables_too_large(size: int, cap: int) -> ToolFailure | None:
+    """``variables_too_large`` when variables of ``size`` JSON bytes exceed ``cap``."""
     if size <= cap:
         return None
     return ToolFailure("variables_too_large",

@@ -38,12 +38,12 @@ from .events import (
     block_debug,
     debug_emit,
     execution_emit,
-    recordable_context,
+    recordable_command_context,
     result_emit,
     tool_result,
 )
 from .interpolation import RenderTooLarge, render
-from .limits import Limits, variables_over
+from .limits import Limits, json_size, variables_too_large
 from .outcome import BlockOutcome, SpawnChild
 from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
 
@@ -117,7 +117,7 @@ class Machine:
         t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
                               detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
                                       "variables": state.variables,
-                                      "context": recordable_context(context)}))
+                                      "context": recordable_command_context(context)}))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------
@@ -138,26 +138,29 @@ class Machine:
         if block is None:
             return self._fail(_own(state), errors.tool_block_invalid(state.block, state.publishedToolId),
                               now, into)
-        if isinstance(block, UnknownBlock):
+        # ``type() is``, not isinstance: a block is its model's own class (never a subclass),
+        # and isinstance against a pydantic model class that does not match runs ABCMeta's
+        # __instancecheck__ in Python, on every plan.
+        if type(block) is UnknownBlock:
             return self._fail(_own(state), errors.tool_block_type_unknown(
                 state.publishedToolId, state.block, block.type), now, into)
         if state.hops >= self.limits.max_hops:
             return self._fail(_own(state), errors.tool_loop(state.publishedToolId, self.limits.max_hops),
                               now, into)
-        if isinstance(block, ReturnBlock):
+        if type(block) is ReturnBlock:
             try:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
             except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
                 return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now, into)
-            t = Transition(expect=(state.execId, state.version)) if into is None else into
+            t = Transition((state.execId, state.version)) if into is None else into
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
                                            None, 0, now))
             t.log.append(LogEntry("block", state.execId, now, blockId=block.id,
                                   blockType="return", durationMs=0, ok=True, result=value))
             return self._finish(_own(state), value, None, now, t)
-        return block
+        return block  # type: ignore[return-value]  # neither unknown nor return (see above)
 
     def after_block(
         self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
@@ -166,12 +169,14 @@ class Machine:
 
     def _after_block(
         self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
-        into: Transition | None = None,
+        into: Transition | None = None, *, merged: bool = False,
     ) -> Transition:
-        t = Transition(expect=(state.execId, state.version)) if into is None else into
-        if outcome.writes:  # a new dict: the caller's state keeps its own
+        """``merged``: the caller has set ``state.variables`` with ``outcome.writes``."""
+        t = Transition((state.execId, state.version)) if into is None else into
+        if outcome.writes and not merged:  # a new dict: the caller's state keeps its own
             state.variables = {**state.variables, **outcome.writes}
-        t.emits.extend(outcome.emits)
+        if outcome.emits:
+            t.emits.extend(outcome.emits)
         failure = outcome.error
         if failure is not None and not failure.fatal and now + DEADLINE_SLACK_MS >= state.deadlineMs:
             # A block's own timeout is capped at the tree's remaining time: when that cap is
@@ -218,7 +223,7 @@ class Machine:
                           req.def_hash, definition.onboardingBlockId or "",
                           {**state.variables, **req.inputs}, state.context, state.root, now,
                           state.deadlineMs, state.debug, frames, 0, state.invocations + 1)
-        t = Transition(expect=(state.execId, state.version))
+        t = Transition((state.execId, state.version))
         state.status, state.waitingOn = "waiting", block.id
         state.version += 1
         t.writes.append(state)
@@ -242,19 +247,22 @@ class Machine:
         state.invocations = max(state.invocations, child.invocations)
         # A child's result enters the parent's variables here, not through the block runner:
         # the same cap on the execution's variables applies (CHATFLOW_VARIABLES_MAX_BYTES).
-        over = (variables_over(state.variables, {block.outputVariable: child.result},
-                               self.limits.variables_max_bytes) if child.ok else None)
-        if over is not None:
-            outcome = BlockOutcome(writes={block.outputVariable: ""}, error=over,
-                                   duration_ms=child.durationMs)
-        elif child.ok:
-            outcome = BlockOutcome(writes={block.outputVariable: child.result},
-                                   debug={"result": child.result}, duration_ms=child.durationMs)
+        # The outcome's fields are all given: a dataclass default factory is a call each.
+        if child.ok:
+            writes = {block.outputVariable: child.result}
+            merged = {**state.variables, **writes}
+            over = variables_too_large(json_size(merged), self.limits.variables_max_bytes)
+            if over is None:
+                state.variables = merged  # what ``_after_block`` would merge: merged once
+                outcome = BlockOutcome(writes, None, {"result": child.result}, child.durationMs,
+                                       [])
+                return self._after_block(state, block, outcome, now, into, merged=True)
+            outcome = BlockOutcome({block.outputVariable: ""}, over, {}, child.durationMs, [])
         else:
             error = child.error or ToolError("internal_error", "child failed without an error")
-            outcome = BlockOutcome(writes={block.outputVariable: ""},
-                                   error=ToolFailure(error.code, error.message),
-                                   duration_ms=child.durationMs)
+            outcome = BlockOutcome({block.outputVariable: ""},
+                                   ToolFailure(error.code, error.message), {},
+                                   child.durationMs, [])
         return self._after_block(state, block, outcome, now, into)
 
     def load_failure(self, state: ExecState, block: CallToolBlock, failure: ToolFailure,
@@ -269,7 +277,7 @@ class Machine:
 
     def _abort(self, state: ExecState, failure: ToolFailure, now: int,
                into: Transition | None = None) -> Transition:
-        t = Transition(expect=(state.execId, state.version)) if into is None else into
+        t = Transition((state.execId, state.version)) if into is None else into
         state.status = "done"
         state.version += 1
         t.writes.append(state)
@@ -291,8 +299,8 @@ class Machine:
 
     def _spawn_guard(self, state: ExecState, child_pt: str) -> ToolFailure | None:
         # The chain's names compared in place: the list ``state.chain`` builds is for the error.
-        if child_pt == state.publishedToolId or any(f.publishedToolId == child_pt
-                                                    for f in state.frames):
+        if child_pt == state.publishedToolId or (state.frames and any(
+                f.publishedToolId == child_pt for f in state.frames)):
             return errors.tool_cycle([*state.chain, child_pt])
         if state.depth + 1 > self.limits.max_depth:
             return errors.tool_depth(self.limits.max_depth)
@@ -302,12 +310,17 @@ class Machine:
 
     def _navigate(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
                   t: Transition) -> Transition:
-        notes: list[str] = []  # why regex rules were false other than by not matching
-        target, matched = pick_target(block.outputConditions, block.defaultOutput,
-                                      state.variables, state.context,
-                                      max_text_bytes=self.limits.regex_max_text_bytes, notes=notes)
+        if block.outputConditions:
+            notes: list[str] = []  # why regex rules were false other than by not matching
+            target, matched = pick_target(block.outputConditions, block.defaultOutput,
+                                          state.variables, state.context,
+                                          max_text_bytes=self.limits.regex_max_text_bytes,
+                                          notes=notes)
+            reason = "; ".join(notes) or None
+        else:  # the usual block: no condition to weigh, its default output
+            target, matched, reason = block.defaultOutput, None, None
         nxt = target.blockId if target.type == "block" else f"@{target.type}"
-        self._log_block(state, block, outcome, matched, t, now, nxt, "; ".join(notes) or None)
+        self._log_block(state, block, outcome, matched, t, now, nxt, reason)
         if target.type != "block":
             return self._finish(state, "", None, now, t)
         state.block = target.blockId or ""
@@ -319,8 +332,10 @@ class Machine:
                    reason: str | None = None) -> None:
         error = outcome.error
         debug = outcome.debug
-        # No comprehension or copy for what is empty: most blocks log no detail.
-        detail = ({k: v for k, v in debug.items() if k != "result"} or None) if debug else None
+        # No comprehension or copy for what is empty: most blocks log no detail, and a
+        # child's outcome has its result alone.
+        detail = (({k: v for k, v in debug.items() if k != "result"} or None)
+                  if debug and (len(debug) > 1 or "result" not in debug) else None)
         t.log.append(LogEntry(
             "block", state.execId, now, blockId=block.id, blockType=block.type,
             durationMs=outcome.duration_ms, ok=error is None,
@@ -344,7 +359,7 @@ class Machine:
 
     def _fail(self, state: ExecState, failure: ToolFailure, now: int,
               into: Transition | None = None) -> Transition:
-        t = Transition(expect=(state.execId, state.version)) if into is None else into
+        t = Transition((state.execId, state.version)) if into is None else into
         return self._finish(state, "", failure, now, t)
 
     def _finish(self, state: ExecState, result: str, failure: ToolFailure | None, now: int,

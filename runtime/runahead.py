@@ -49,6 +49,10 @@ LoadStates = Callable[[int, list[tuple[str, ExecState | None]]],
                       Awaitable[list[ExecState | None]]]
 
 
+# Definitions ``RunAhead`` remembers at most (see ``RunAhead._known``).
+_KNOWN_MAX = 256
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -71,6 +75,10 @@ class RunAhead:
         """``run_blocks``, when given, runs each round's blocks instead of ``run_block``."""
         self.machine = machine
         self.definitions = definitions
+        # Definitions by digest, as ``definitions`` gave them: a digest names one text, so
+        # what it gave once stays right, and a carry asks for the same few several times
+        # per tree (each plan, each resume). Bounded: cleared when full.
+        self._known: dict[str, ToolDefinition] = {}
         self.run_block = run_block
         self.run_blocks = run_blocks
         self.load_states = load_states or _known_only
@@ -85,6 +93,9 @@ class RunAhead:
         httpCall, a callAI...) stays a step entry for the next hop. The rounds stop after
         ``budget_ms``, so the other entries of a batch are not held for long. The input is
         not changed."""
+        if len(transitions) == 1:
+            only = transitions[0]
+            return [None if only is None else await self._carry_one(partition, only)]
         now = self.clock()
         carried: list[_Carried | None] = []
         live: list[_Carried] = []
@@ -124,6 +135,36 @@ class RunAhead:
                 self._advance(c, now, True)
         return [None if c is None else c.transition() for c in carried]
 
+    async def _carry_one(self, partition: int, t: Transition) -> Transition:
+        """``carry`` of a batch of one (every command at intake, most step batches): the
+        same rounds, with no list of work or of blocks per round."""
+        c = _Carried(t)
+        self._advance(c, self.clock(), True)
+        limits = self.machine.limits
+        until = self.clock() + self.budget_ms
+        loads = self.load_states is not _known_only
+        run_block, run_blocks = self.run_block, self.run_blocks
+        for _ in range(limits.max_hops * (limits.max_depth + 1) + 1):
+            if loads and c.waiting:
+                await self._resume_loaded(partition, [c])
+            now = self.clock()
+            if now >= until or (run_block is None and run_blocks is None):
+                break
+            inert = c.inert
+            if inert is None or now > inert[1].deadlineMs:
+                break  # nothing inert to run, or the tree's deadline passed since it was planned
+            step, state, block = inert
+            if run_blocks is not None:
+                (done,) = await run_blocks([(state, block)])
+            else:
+                assert run_block is not None  # one of the two is given (checked above)
+                done = await run_block(state, block)
+            now = self.clock()
+            steps = c.t.steps
+            c.fuse(len(steps) - 1 if steps[-1] is step else _index(steps, step), done)
+            self._advance(c, now, True)
+        return c.transition()
+
     async def _run(self, blocks: list[tuple[ExecState, RunnableBlock]]) -> list[Transition]:
         """Run one round's inert blocks (one per carried transition): all at once, in order."""
         if self.run_blocks is not None:
@@ -155,6 +196,8 @@ class RunAhead:
         decided = 0
         limit = self.machine.limits.max_hops + self.machine.limits.max_depth + 2
         latest = c.latest
+        known = self._known
+        plan = self.machine.plan
         c.inert = None
         c.waiting = False
         i = 0
@@ -176,36 +219,37 @@ class RunAhead:
             elif state.version != step.version or state.status != "running":
                 i += 1  # not a step this transition's states can advance
             else:
-                into = c.t if c.owned else None
-                written = len(c.t.writes)
-                planned = self._plan(c, step, state, now, into)
-                if planned is into and into is not None:
-                    c.built(i, written)
-                    decided += 1
-                elif isinstance(planned, Transition):
-                    c.fuse(i, planned)  # built apart: nothing was added to ``into``
+                # Planning reads only the state, the definition and ``now``: a step planned
+                # again in a later pass (its block not run yet) gets the same answer.
+                definition = known.get(state.defHash) or self._definition(state.defHash)
+                if definition is None:
+                    i += 1  # its definition is unknown here: the step stays
+                    continue
+                t = c.t
+                if c.owned:
+                    written = len(t.writes)
+                    planned = plan(state, definition, now, into=t)
+                    if planned is t:
+                        c.built(i, written)
+                        decided += 1
+                        continue
+                else:
+                    planned = plan(state, definition, now)
+                if isinstance(planned, Transition):
+                    c.fuse(i, planned)  # built apart: nothing was added to ``t``
                     decided += 1
                 else:
-                    if planned is not None and c.inert is None and planned.type in INERT_BLOCKS:
+                    if c.inert is None and planned.type in INERT_BLOCKS:
                         c.inert = (step, state, planned)
                     i += 1
 
-    def _plan(self, c: _Carried, step: StepMsg, state: ExecState, now: int,
-              into: Transition | None) -> RunnableBlock | Transition | None:
-        """What the machine plans for run step ``step`` of ``c``, which advances ``state``
-        (None: its definition is unknown). A block planned once is remembered: planning reads
-        only the state, the definition and, for the deadline, ``now``, so until that
-        deadline it is the same."""
-        planned = c.planned.get(step.exec_id)
-        if planned is not None and planned[0] == step.version and now <= state.deadlineMs:
-            return planned[1]
-        definition = self.definitions(state.defHash)
-        if definition is None:
-            return None
-        decided = self.machine.plan(state, definition, now, into=into)
-        if not isinstance(decided, Transition):
-            c.planned[step.exec_id] = (step.version, decided)
-        return decided
+    def _definition(self, digest: str) -> ToolDefinition | None:
+        definition = self.definitions(digest)
+        if definition is not None:  # one not known yet is not remembered: it may come later
+            if len(self._known) >= _KNOWN_MAX:
+                self._known.clear()
+            self._known[digest] = definition
+        return definition
 
     async def _resume_loaded(self, partition: int, live: list[_Carried]) -> None:
         """A finished child's ``resume`` step whose parent ``c`` did not write: the parents
@@ -242,7 +286,7 @@ class RunAhead:
         if (step.child is None or parent.execId != step.exec_id
                 or parent.version != step.version or parent.status != "waiting"):
             return False
-        definition = self.definitions(parent.defHash)
+        definition = self._known.get(parent.defHash) or self._definition(parent.defHash)
         if definition is None:
             return False
         # A parent ``c`` wrote has its version check implied by that write: its decision is
@@ -283,17 +327,15 @@ class _Carried:
     ``t.writes`` may hold several versions of one execution while it is built;
     ``latest`` has the last of each, so the state a step advances is one lookup, and
     ``transition`` keeps only those, each where its last write is, as fuses always
-    ordered them. ``planned`` remembers the block planned for each run step (see
-    ``RunAhead._plan``)."""
+    ordered them."""
 
-    __slots__ = ("given", "inert", "latest", "owned", "planned", "t", "waiting")
+    __slots__ = ("given", "inert", "latest", "owned", "t", "waiting")
 
     def __init__(self, t: Transition) -> None:
         self.given = t
         self.t = t
         self.owned = False
         self.latest: dict[str, ExecState] = {state.execId: state for state in t.writes}
-        self.planned: dict[str, tuple[int, RunnableBlock]] = {}  # by execution: version, block
         # The first run step whose next block is inert, its state and the block: the next
         # round runs it (``RunAhead._advance`` notes it).
         self.inert: tuple[StepMsg, ExecState, RunnableBlock] | None = None

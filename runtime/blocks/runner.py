@@ -85,12 +85,14 @@ class BlockRunner:
                             duration_ms=outcome.duration_ms, emits=outcome.emits)
 
     async def _run(self, state: ExecState, block: RunnableBlock, now_ms: int) -> Result:
-        if isinstance(block, HttpCallBlock):
+        # ``type() is``: a block is its model's own class, and a missed isinstance against a
+        # pydantic model class runs ABCMeta's __instancecheck__ in Python.
+        if type(block) is HttpCallBlock:
             return await run_http_call(self.http, state, block, self.limits, now_ms)
-        if isinstance(block, ExecuteScriptBlock):
+        if type(block) is ExecuteScriptBlock:
             return await run_script(self.sandbox, state, block, self.limits, now_ms,
                                     self.script_timeout_ms)
-        if isinstance(block, CallToolBlock):
+        if type(block) is CallToolBlock:
             return await self._load_child(state, block)
         executor = self.executors.get(block.type)
         if executor is None:

@@ -1,16 +1,23 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chatflow.runtime.blocks.common import value_of
 from chatflow.runtime.interpolation import _TOKEN, RenderTooLarge, lookup, render, to_text
+from chatflow.runtime.state import ExecState, RootInfo
+from chatflow.schemas.wire import ExecuteToolAction
 
 VARS = {"name": "Ana", "resp": {"items": [{"id": 7}, {"id": 8}]}, "n": 3.0, "flag": True,
         "nothing": None, "raw": '{"a": {"b": 1}}', "tpl": "{{name}}"}
 CTX = {"router": {"id": "r-1"}, "flow": {"id": "f-1"}, "contact": {"id": "551199"}}
+_STATE = ExecState("e", "e", 0, 0, "t", "pt", "", "b", {}, {},
+                   RootInfo("c", ExecuteToolAction("a", "t", "pt"), None, {}, "", {}, {}, 0), 0, 1)
 
 
 @pytest.mark.parametrize(("template", "expected"), [
@@ -74,3 +81,18 @@ def test_a_template_parsed_once_renders_as_the_one_pass_regex_render(template: s
         expected = outcome(_regex_render, at) if "{{" in template else template
         assert outcome(render, at) == expected
         assert outcome(render, at) == expected  # and again, from the parsed template's cache
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join), st.sampled_from(["", "\n", " "]))
+def test_a_mapping_value_is_the_raw_variable_for_one_token_as_before_paths_were_kept(
+        template: str, end: str) -> None:
+    # value_of keeps each template's one-token path once parsed: the oracle is the regex match
+    # and lookup of before, for every template (a trailing newline still counts as one token).
+    template += end
+    state = msgspec.structs.replace(_STATE, variables=VARS, context=CTX)
+    match = re.match(r"^\{\{\s*([^{}]+?)\s*\}\}$", template)
+    expected = (lookup(match.group(1), VARS, CTX) if match
+                else render(template, VARS, CTX, max_chars=10**6))
+    for _ in range(2):  # and again, from the kept path
+        assert value_of(template, state, 10**6) == expected
