@@ -110,7 +110,8 @@ async def read_group(client: Client, group: str, consumer: str, ids: dict[str, s
     which costs a third of redis-py's client call and reply callback; a cluster client
     routes the read by its keys' slot itself."""
     if isinstance(client, RedisCluster):
-        reply = await client.xreadgroup(group, consumer, ids, count=count, block=block)
+        streams: dict[Any, Any] = dict(ids)
+        reply: Any = await client.xreadgroup(group, consumer, streams, count=count, block=block)
         items = reply.items() if isinstance(reply, dict) else reply or ()
         return [(_name(stream), entries) for stream, entries in items if entries]
     raw = (await send_all(client, [("XREADGROUP", "GROUP", group, consumer, "COUNT", count,
