@@ -76,7 +76,12 @@ def is_connection_lost(exc: BaseException) -> bool:
     'writelines'``). All of them mean the same thing: reconnect and retry."""
     if isinstance(exc, RedisConnectionError | RedisTimeoutError):
         return True
-    return isinstance(exc, AttributeError) and "'NoneType' object has no attribute" in str(exc)
+    # Only a write's: any other AttributeError on None is a bug, and must say so.
+    return isinstance(exc, AttributeError) and str(exc) in _LEAKED_BY_A_CLOSED_TRANSPORT
+
+
+_LEAKED_BY_A_CLOSED_TRANSPORT = frozenset(
+    f"'NoneType' object has no attribute '{name}'" for name in ("writelines", "write"))
 
 
 async def send_all(client: Client, commands: list[Command]) -> list[Any]:

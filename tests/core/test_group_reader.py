@@ -63,6 +63,7 @@ def test_a_connection_the_server_closed_is_a_lost_connection_whatever_redis_py_r
     assert is_connection_lost(AttributeError(LEAKED))
     # Any other AttributeError is a bug, not an outage: it keeps its own path.
     assert not is_connection_lost(AttributeError("'Foo' object has no attribute 'bar'"))
+    assert not is_connection_lost(AttributeError("'NoneType' object has no attribute 'items'"))
     assert not is_connection_lost(ValueError(LEAKED))
 
 
