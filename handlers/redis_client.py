@@ -12,6 +12,8 @@ import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import AuthenticationError, DataError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatflow.runtime.errors import ConfigurationError
 
@@ -67,6 +69,21 @@ def _hiredis_packing(client: Any) -> Any:
 Command = tuple[Any, ...]
 
 
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection is gone: redis-py's ConnectionError or
+    TimeoutError, or the AttributeError that redis-py (issue #4287) can leak on some Pythons
+    when it writes to a connection the server closed (``'NoneType' object has no attribute
+    'writelines'``). All of them mean the same thing: reconnect and retry."""
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
+        return True
+    # Only a write's: any other AttributeError on None is a bug, and must say so.
+    return isinstance(exc, AttributeError) and str(exc) in _LEAKED_BY_A_CLOSED_TRANSPORT
+
+
+_LEAKED_BY_A_CLOSED_TRANSPORT = frozenset(
+    f"'NoneType' object has no attribute '{name}'" for name in ("writelines", "write"))
+
+
 async def send_all(client: Client, commands: list[Command]) -> list[Any]:
     """Send ``commands`` in one write and read their replies, raw (no response callbacks):
     what a non-transactional pipeline does, without its per-call machinery (a pipeline
@@ -86,7 +103,14 @@ async def send_all(client: Client, commands: list[Command]) -> list[Any]:
     conn = await pool.get_connection()
 
     async def attempt() -> list[Any]:
-        await conn.send_packed_command(conn.pack_commands(commands))
+        packed = conn.pack_commands(commands)
+        try:
+            await conn.send_packed_command(packed)
+        except AttributeError as exc:
+            if not is_connection_lost(exc):
+                raise
+            # redis-py #4287: a closed connection, as a ConnectionError (dropped, retried).
+            raise RedisConnectionError(f"connection closed by the server: {exc}") from exc
         replies: list[Any] = []
         for _ in commands:
             try:

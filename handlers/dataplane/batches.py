@@ -26,12 +26,11 @@ from typing import Any
 
 import structlog
 from faststream.redis import RedisBroker
+from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..redis_client import Client, Entry
+from ..redis_client import Client, Entry, is_connection_lost, send_all
 
 log = structlog.get_logger("chatflow.worker")
 
@@ -88,6 +87,44 @@ def by_slot(streams: list[str], cluster: bool) -> list[list[str]]:
     return list(slots.values())
 
 
+def _entries(raw: list[Any]) -> list[Entry]:
+    """XREADGROUP's raw entries (``[id, [field, value, ...]]``, as hiredis parsed them) as
+    ``(id, fields)`` pairs: what redis-py's reply callback builds, without its per-entry
+    calls (a command entry has one field)."""
+    out: list[Entry] = []
+    for entry_id, fields in raw:
+        if not fields:  # an entry deleted while pending comes back with no fields
+            out.append((entry_id, {}))
+        elif len(fields) == 2:
+            out.append((entry_id, {fields[0]: fields[1]}))
+        else:
+            it = iter(fields)
+            out.append((entry_id, dict(zip(it, it, strict=True))))
+    return out
+
+
+async def read_group(client: Client, group: str, consumer: str, ids: dict[str, str], *,
+                     count: int, block: int) -> list[tuple[str, list[Entry]]]:
+    """One XREADGROUP over ``ids``' streams: ``(stream, entries)`` for each stream that has
+    some. On one node the reply is read raw (:func:`send_all`) and turned into entries here,
+    which costs a third of redis-py's client call and reply callback; a cluster client
+    routes the read by its keys' slot itself."""
+    if isinstance(client, RedisCluster):
+        streams: dict[Any, Any] = dict(ids)
+        reply: Any = await client.xreadgroup(group, consumer, streams, count=count, block=block)
+        items = reply.items() if isinstance(reply, dict) else reply or ()
+        return [(_name(stream), entries) for stream, entries in items if entries]
+    raw = (await send_all(client, [("XREADGROUP", "GROUP", group, consumer, "COUNT", count,
+                                    "BLOCK", block, "STREAMS", *ids, *ids.values())]))[0]
+    if isinstance(raw, dict):  # RESP3: a map of stream -> entries
+        raw = list(raw.items())
+    return [(_name(stream), _entries(entries)) for stream, entries in raw or () if entries]
+
+
+def _name(stream: str | bytes) -> str:
+    return stream.decode() if isinstance(stream, bytes) else stream
+
+
 class GroupReader:
     """Every stream of one consumer group read by ONE blocking XREADGROUP.
 
@@ -135,8 +172,8 @@ class GroupReader:
         delay = 0.0
         while True:
             try:
-                reply = await self.client.xreadgroup(self.group, self.consumer, ids,
-                                                     count=self.count, block=self.block_ms)
+                reply = await read_group(self.client, self.group, self.consumer, ids,
+                                         count=self.count, block=self.block_ms)
             except Exception as exc:  # a reader must outlive any one failure
                 delay = await self._failed(exc, delay)
                 continue
@@ -145,20 +182,21 @@ class GroupReader:
                          after_s=round(time.monotonic() - self.failing_since, 1))
                 self.failing_since, self.unreachable, delay = None, False, 0.0
                 self.on_change()
-            for stream, entries in (reply.items() if isinstance(reply, dict) else reply or ()):
-                name = stream.decode() if isinstance(stream, bytes) else stream
-                if entries:
-                    await self.take(name, self.group, self.streams[name], entries)
+            for name, entries in reply:
+                await self.take(name, self.group, self.streams[name], entries)
 
     async def _failed(self, exc: Exception, delay: float) -> float:
         """Record, log and (for NOGROUP) repair one failed read; wait before the next one."""
         now = time.monotonic()
         first = self.failing_since is None
         since = self.failing_since = now if self.failing_since is None else self.failing_since
-        if first:
-            self.on_change()
-        self.unreachable = isinstance(exc, RedisConnectionError | RedisTimeoutError)
+        # A connection the server closed (redis-py #4287's leaked AttributeError included)
+        # takes the ConnectionError path: the connection was dropped, the next read opens a
+        # new one, at once.
+        self.unreachable = is_connection_lost(exc)
         self.last_error = f"{type(exc).__name__}: {exc}"
+        if first:
+            self.on_change()  # told after the failure is recorded
         if first or now - self._logged_at >= RELOG_EVERY_S:
             self._logged_at = now
             if is_missing_group(exc):

@@ -467,7 +467,8 @@ class Store:
             # while the tree waits. A tree answered here is replayed from `tool:<id>`.
             for digest, data in t.definitions.items():
                 args += (key(k.definition(n, digest)) * 16 + _DEFINITION, data)
-        blobs = self._state_ops(c, key, args)
+        # A tree answered here has no later hop to read a state, nor a step.
+        blobs = {} if one_hop else self._state_ops(c, key, args)
         if t.steps:
             self._step_ops(t, key(self._steps[n]), blobs, args)
         self._emit_ops(t, n, batch, redirect)
@@ -508,12 +509,11 @@ class Store:
 
     def _state_ops(self, c: Commit, key: Callable[[str], int], args: list[Any]
                    ) -> dict[tuple[str, int], bytes]:
-        """Ops for the execution states; returns the encoded blobs, to inline in steps."""
+        """Ops for the execution states of a record that is not one hop; returns the encoded
+        blobs, to inline in steps."""
         t, n = c.transition, c.partition
         assert t is not None
         blobs: dict[tuple[str, int], bytes] = {}
-        if c.one_hop:
-            return blobs  # a tree answered here has no later hop to read a state
         if t.finishes_root:
             # Nothing reads the states of an answered tree: a stale step of it meets the done
             # key first, cancel answers "already answered", `chatflow executions` lists trees

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
@@ -41,7 +39,7 @@ from ..keys import (
 from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
 from ..projections.execlog import ExecutionLog, trim_source
-from ..redis_client import Client, Entry, make_client
+from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
 from .batches import GroupReader, by_slot
 from .intake import Intake
@@ -237,7 +235,13 @@ class Worker:
             # Shielded: once a batch is taken, cancellation (shutdown) must not cut its
             # commit in half; what is not committed stays pending and is reclaimed.
             await asyncio.shield(process(entries))
-        except (RedisConnectionError, RedisTimeoutError) as exc:
+        except Exception as exc:
+            self._batch_failed(exc)
+        finally:
+            self._slots.release()
+
+    def _batch_failed(self, exc: Exception) -> None:
+        if is_connection_lost(exc):
             # An outage fails every in-flight batch at once: one line per outage, not per batch.
             now = time.monotonic()
             if now - self._lost_logged_at >= LOST_LOG_EVERY_S:
@@ -246,12 +250,10 @@ class Worker:
                 self._lost_logged_at, self._lost_suppressed = now, 0
             else:
                 self._lost_suppressed += 1
-        except RedisError as exc:
+        elif isinstance(exc, RedisError):
             log.warning("batch left pending after a Redis error", error=str(exc))
-        except Exception:
-            log.exception("batch failed; left pending for reclaim")
-        finally:
-            self._slots.release()
+        else:
+            log.exception("batch failed; left pending for reclaim")  # called in its except
 
     # -- recovery loops ----------------------------------------------------------
 
@@ -267,13 +269,14 @@ class Worker:
                     log.info("recovery loop reconnected")
                 failing = False
                 delay_ms = interval_ms
-            except RedisError as exc:
-                if not failing:  # log the outage once, not once per tick
-                    log.warning("recovery loop cannot reach Redis; retrying", error=str(exc))
-                failing = True
-                delay_ms = min(delay_ms * 2, max(interval_ms, 2_000))  # back off while down
-            except Exception:
-                log.exception("recovery loop tick failed")
+            except Exception as exc:
+                if isinstance(exc, RedisError) or is_connection_lost(exc):
+                    if not failing:  # log the outage once, not once per tick
+                        log.warning("recovery loop cannot reach Redis; retrying", error=str(exc))
+                    failing = True
+                    delay_ms = min(delay_ms * 2, max(interval_ms, 2_000))  # back off while down
+                else:
+                    log.exception("recovery loop tick failed")
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 # A tick can swallow stop()'s cancellation (seen in redis-py I/O); honour it.

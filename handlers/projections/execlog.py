@@ -35,7 +35,7 @@ from chatflow.schemas.wire import ToolExecutionStreamEvent
 
 from ..keys import PROJECTION_GROUP, Keys
 from ..operations.metrics import TRIMMED_UNREAD
-from ..redis_client import Client, Entry
+from ..redis_client import Client, Entry, send_all
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
 from .progress import GroupProgress, entry_id, text
 
@@ -301,7 +301,8 @@ class ExecutionLog:
 
     async def _execute(self, calls: list[list[Any]], tools: list[str]) -> list[Any]:
         if len(calls) == 1 and not tools:
-            return [await self.client.execute_command(*calls[0])]
+            # One node: the reply read raw, without redis-py's client call around it.
+            return await send_all(self.client, [tuple(calls[0])])
         # EVALSHA queued by hand: redis-py's ClusterPipeline refuses Script objects.
         async with self.client.pipeline(transaction=False) as pipe:
             for call in calls:
