@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import msgspec
@@ -23,13 +24,13 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outbound import sending_while
+from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
 
 from . import metrics
-from .logging import bound_execution, enter_execution, leave_execution
+from .logging import enter_execution, leave_execution
 from .redis_client import Entry
 from .store import Commit, Store
 
@@ -253,20 +254,30 @@ class StepProcessor:
                 self.definitions.by_hash(digest, blob)
 
     def _decide(self, msg: StepMsg, state: ExecState | None) -> Transition | Pending | None:
-        with bound_execution(state):  # command/execution/tool/contact ids on every log line
+        # command/execution/tool/contact ids on every log line (a token pair: once per entry)
+        token = enter_execution(state)
+        try:
             return self._decide_bound(msg, state)
+        finally:
+            leave_execution(token)
 
     async def _run_bound(self, item: Pending) -> Transition:
         # A request that waited for a connection slot checks its tree again before it is
         # sent (runtime/outbound.py): the check in _drop_answered came before the wait.
-        with bound_execution(item.state), sending_while(lambda: self._unanswered(item.state)):
-            try:
-                return await self._run_block(item.state, item.block)
-            except Exception as exc:
-                return self._crashed(item.state, exc)
-
-    async def _unanswered(self, state: ExecState) -> bool:
-        return await self.answered_checks.unanswered(state.partition, state.rootId)
+        # Token pairs, not ``with`` blocks: two generator context managers and a closure per
+        # block cost more than the ContextVar calls they wrap (one task per block, every
+        # httpCall); the check is a partial, built without a closure or an extra coroutine.
+        state = item.state
+        logged = enter_execution(state)
+        sending = enter_sending_while(
+            partial(self.answered_checks.unanswered, state.partition, state.rootId))
+        try:
+            return await self._run_block(state, item.block)
+        except Exception as exc:
+            return self._crashed(state, exc)
+        finally:
+            leave_sending_while(sending)
+            leave_execution(logged)
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
         if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap
