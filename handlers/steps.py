@@ -27,7 +27,12 @@ from chatflow.runtime.machine import Machine
 from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
-from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
+from chatflow.schemas.definition import (
+    CallToolBlock,
+    HttpCallBlock,
+    RunnableBlock,
+    ToolDefinition,
+)
 
 from . import metrics
 from .logging import enter_execution, leave_execution
@@ -42,14 +47,15 @@ def now_ms() -> int:
 
 
 class AnsweredChecks:
-    """Whether trees are still unanswered, for requests that waited for a connection slot:
-    every check asked while one read is in flight goes into the next read, one pipelined
-    ``EXISTS`` per partition.
+    """Whether trees are still unanswered, for requests about to be sent (every httpCall's,
+    and the others' after a wait for a connection slot): every check asked while one read is
+    in flight goes into the next read, one pipelined ``EXISTS`` per partition.
 
     Under a saturated gate every request waits, so a read per request was one Redis round
     trip (and, at a hundred in flight, a pool connection) per httpCall; coalesced, the same
-    keys are read at the same moment (after the wait, before the send), so the promise of
-    docs/http.md holds unchanged."""
+    keys are read at the same moment (with the slot held, before the send), so the promise
+    of docs/http.md holds unchanged. The httpCalls of one batch that find free slots ask in
+    the same loop turn, so they share one read, as they did in the batch's own check."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -164,9 +170,17 @@ class StepProcessor:
         """A block with side effects runs only while its tree is unanswered. The version
         check cannot tell: the state inlined in a step entry is the one its step expects,
         while a cancel or the deadline reaper answered the tree after it was written. The
-        tree's done key can: a Pending whose tree is done becomes a bare ack."""
-        waiting = [i for i, r in enumerate(results) if isinstance(r, Pending)]
-        roots = [r.state.rootId for r in results if isinstance(r, Pending)]
+        tree's done key can: a Pending whose tree is done becomes a bare ack.
+
+        Not an httpCall: its one side effect is its request, and the Outbound reads the
+        done key once the request holds a connection slot, just before it is sent (see
+        ``_run_bound``). Read here too, a request that then waited for a slot (every one,
+        under load) paid for two reads."""
+        waiting = [i for i, r in enumerate(results)
+                   if isinstance(r, Pending) and not isinstance(r.block, HttpCallBlock)]
+        if not waiting:
+            return
+        roots = [cast(Pending, results[i]).state.rootId for i in waiting]
         for i, done in zip(waiting, await self.store.answered(partition, roots), strict=True):
             if done:
                 results[i] = None
@@ -262,15 +276,18 @@ class StepProcessor:
             leave_execution(token)
 
     async def _run_bound(self, item: Pending) -> Transition:
-        # A request that waited for a connection slot checks its tree again before it is
-        # sent (runtime/outbound.py): the check in _drop_answered came before the wait.
+        # A request checks its tree before it is sent (runtime/outbound.py): an httpCall's
+        # request always (once it holds a connection slot: _drop_answered skipped it), the
+        # requests of other blocks only after a wait for a slot (the check in
+        # _drop_answered came before it).
         # Token pairs, not ``with`` blocks: two generator context managers and a closure per
         # block cost more than the ContextVar calls they wrap (one task per block, every
         # httpCall); the check is a partial, built without a closure or an extra coroutine.
         state = item.state
         logged = enter_execution(state)
         sending = enter_sending_while(
-            partial(self.answered_checks.unanswered, state.partition, state.rootId))
+            partial(self.answered_checks.unanswered, state.partition, state.rootId),
+            always=isinstance(item.block, HttpCallBlock))
         try:
             return await self._run_block(state, item.block)
         except Exception as exc:

@@ -51,11 +51,21 @@ _CHUNK = 64 * 1024
 _HOSTS_REMEMBERED = 1024  # hosts whose policy verdict an Outbound keeps (a set, then cleared)
 
 Check = Callable[[], Awaitable[bool]]
-# Whoever runs a block (handlers/steps.py) sets this: awaited after a request waited for a
-# connection slot and before it is sent; False means the tree was answered (cancelled, timed
-# out) while the request waited, so nothing is sent. A contextvar, because the executors'
+
+
+class StillWanted(NamedTuple):
+    """Whether a request's tree is still unanswered: ``check()`` is awaited once the request
+    holds a connection slot and before it is sent, after a wait for the slot, or always
+    (``always``: the caller did not check just before calling). False sends nothing."""
+
+    check: Check
+    always: bool = False
+
+
+# Whoever runs a block (handlers/steps.py) sets this. A contextvar, because the executors'
 # signature (state, block, now_ms) is shared by every block kind and must not grow for this.
-_STILL_WANTED: ContextVar[Check | None] = ContextVar("chatflow_still_wanted", default=None)
+_STILL_WANTED: ContextVar[StillWanted | None] = ContextVar("chatflow_still_wanted",
+                                                           default=None)
 
 
 class Reply(NamedTuple):
@@ -70,20 +80,21 @@ class Reply(NamedTuple):
 @contextmanager
 def sending_while(check: Check) -> Iterator[None]:
     """Within this block, a request that waited for a slot is sent only if ``check()`` holds."""
-    token = _STILL_WANTED.set(check)
+    token = _STILL_WANTED.set(StillWanted(check))
     try:
         yield
     finally:
         _STILL_WANTED.reset(token)
 
 
-def enter_sending_while(check: Check) -> Token[Check | None]:
+def enter_sending_while(check: Check, *, always: bool = False) -> Token[StillWanted | None]:
     """``sending_while`` without the context manager, for the step processor's hot path (one
-    block task per httpCall); pair with :func:`leave_sending_while`."""
-    return _STILL_WANTED.set(check)
+    block task per httpCall); ``always``: check every request, waited or not. Pair with
+    :func:`leave_sending_while`."""
+    return _STILL_WANTED.set(StillWanted(check, always))
 
 
-def leave_sending_while(token: Token[Check | None]) -> None:
+def leave_sending_while(token: Token[StillWanted | None]) -> None:
     _STILL_WANTED.reset(token)
 
 
@@ -205,6 +216,7 @@ class Outbound:
         ``secret_headers`` are dropped when a redirect leaves the origin, and 301/302/303 turn
         a request into a GET without a body.
         """
+        wanted = _STILL_WANTED.get()
         started = time.monotonic()
         waited = self._gate.locked()
         if waited:
@@ -212,13 +224,12 @@ class Outbound:
         else:  # a free slot is taken without suspending: no timer to arm
             await self._gate.acquire()
         try:
-            check = _STILL_WANTED.get()
-            # Only after a wait: the caller checked the tree just before calling, and one
-            # Redis round trip per request would cost more than the request itself.
-            if waited and check is not None and not await check():
+            # After a wait, or always if the caller asks: a caller that checked the tree just
+            # before calling needs no second read for a request sent at once.
+            if (wanted is not None and (waited or wanted.always)
+                    and not await wanted.check()):
                 raise ToolFailure("execution_cancelled", f"{method} {url}: não enviado: a "
-                                  "execução foi respondida (cancelada ou expirada) enquanto "
-                                  "esperava uma conexão livre")
+                                  "execução já foi respondida (cancelada ou expirada)")
             left = max(0.001, timeout_s - (time.monotonic() - started)) if waited else timeout_s
             cap = self.max_body_bytes if max_bytes is None else max_bytes
             return await self._send(method, url, headers, content, left, cap,
@@ -346,5 +357,5 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
     return found
 
 
-__all__ = ["CheckedResolver", "Outbound", "Reply", "default_tls", "enter_sending_while",
-           "leave_sending_while", "resolve", "sending_while"]
+__all__ = ["CheckedResolver", "Outbound", "Reply", "StillWanted", "default_tls",
+           "enter_sending_while", "leave_sending_while", "resolve", "sending_while"]
