@@ -27,12 +27,13 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import NamedTuple
 
 import aiohttp
 import certifi
+from aiohttp import hdrs
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
@@ -47,13 +48,24 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # Dropped on every redirect that leaves the origin, like the headers marked secret.
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _CHUNK = 64 * 1024
+_HOSTS_REMEMBERED = 1024  # hosts whose policy verdict an Outbound keeps (a set, then cleared)
 
 Check = Callable[[], Awaitable[bool]]
-# Whoever runs a block (handlers/dataplane/steps.py) sets this: awaited after a request waited for a
-# connection slot and before it is sent; False means the tree was answered (cancelled, timed
-# out) while the request waited, so nothing is sent. A contextvar, because the executors'
+
+
+class StillWanted(NamedTuple):
+    """Whether a request's tree is still unanswered: ``check()`` is awaited once the request
+    holds a connection slot and before it is sent, after a wait for the slot, or always
+    (``always``: the caller did not check just before calling). False sends nothing."""
+
+    check: Check
+    always: bool = False
+
+
+# Whoever runs a block (handlers/dataplane/steps.py) sets this. A contextvar, because the executors'
 # signature (state, block, now_ms) is shared by every block kind and must not grow for this.
-_STILL_WANTED: ContextVar[Check | None] = ContextVar("chatflow_still_wanted", default=None)
+_STILL_WANTED: ContextVar[StillWanted | None] = ContextVar("chatflow_still_wanted",
+                                                           default=None)
 
 
 class Reply(NamedTuple):
@@ -68,11 +80,22 @@ class Reply(NamedTuple):
 @contextmanager
 def sending_while(check: Check) -> Iterator[None]:
     """Within this block, a request that waited for a slot is sent only if ``check()`` holds."""
-    token = _STILL_WANTED.set(check)
+    token = _STILL_WANTED.set(StillWanted(check))
     try:
         yield
     finally:
         _STILL_WANTED.reset(token)
+
+
+def enter_sending_while(check: Check, *, always: bool = False) -> Token[StillWanted | None]:
+    """``sending_while`` without the context manager, for the step processor's hot path (one
+    block task per httpCall); ``always``: check every request, waited or not. Pair with
+    :func:`leave_sending_while`."""
+    return _STILL_WANTED.set(StillWanted(check, always))
+
+
+def leave_sending_while(token: Token[StillWanted | None]) -> None:
+    _STILL_WANTED.reset(token)
 
 
 def default_tls(ca_file: str | None = None) -> ssl.SSLContext:
@@ -122,6 +145,10 @@ class Outbound:
         self._gate = asyncio.Semaphore(max_connections)
         self.queued = 0  # requests waiting at the gate now
         self._session: aiohttp.ClientSession | None = None
+        # Hosts that passed the policy as written (the deny list; a literal's address too).
+        # The policy is frozen, so a host's verdict never changes; a name's addresses are
+        # still checked by the resolver on every new connection. Bounded: cleared when full.
+        self._hosts_passed: set[str] = set()
 
     def _session_now(self) -> aiohttp.ClientSession:
         # Made on first use: a connector needs the running loop, and settings build the
@@ -131,9 +158,11 @@ class Outbound:
                 limit=self.max_connections, limit_per_host=0, ssl=self.tls,
                 resolver=CheckedResolver(self.policy), use_dns_cache=False)
             # No cookie jar: one session serves every tool and tenant of the process.
+            # No automatic Content-Type: a body is sent with the type its block set, or none
+            # (set here once rather than built for every request).
             self._session = aiohttp.ClientSession(
                 connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
-                auto_decompress=True)
+                auto_decompress=True, skip_auto_headers=("Content-Type",))
         return self._session
 
     async def aclose(self) -> None:
@@ -187,7 +216,7 @@ class Outbound:
         ``secret_headers`` are dropped when a redirect leaves the origin, and 301/302/303 turn
         a request into a GET without a body.
         """
-        dropped = _CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
+        wanted = _STILL_WANTED.get()
         started = time.monotonic()
         waited = self._gate.locked()
         if waited:
@@ -195,17 +224,16 @@ class Outbound:
         else:  # a free slot is taken without suspending: no timer to arm
             await self._gate.acquire()
         try:
-            check = _STILL_WANTED.get()
-            # Only after a wait: the caller checked the tree just before calling, and one
-            # Redis round trip per request would cost more than the request itself.
-            if waited and check is not None and not await check():
+            # After a wait, or always if the caller asks: a caller that checked the tree just
+            # before calling needs no second read for a request sent at once.
+            if (wanted is not None and (waited or wanted.always)
+                    and not await wanted.check()):
                 raise ToolFailure("execution_cancelled", f"{method} {url}: não enviado: a "
-                                  "execução foi respondida (cancelada ou expirada) enquanto "
-                                  "esperava uma conexão livre")
-            left = max(0.001, timeout_s - (time.monotonic() - started))
+                                  "execução já foi respondida (cancelada ou expirada)")
+            left = max(0.001, timeout_s - (time.monotonic() - started)) if waited else timeout_s
             cap = self.max_body_bytes if max_bytes is None else max_bytes
             return await self._send(method, url, headers, content, left, cap,
-                                    max_redirects, dropped)
+                                    max_redirects, secret_headers)
         finally:
             self._gate.release()
 
@@ -222,18 +250,21 @@ class Outbound:
 
     async def _send(self, method: str, url: str, headers: dict[str, str],
                     content: str | bytes | None, timeout_s: float, max_bytes: int,
-                    max_redirects: int, dropped: frozenset[str]) -> Reply:
+                    max_redirects: int, secret_headers: Collection[str]) -> Reply:
         what = f"{method} {url}"
         try:
             target = parse_url(url)
             for _hop in range(max_redirects + 1):
                 response = await self._send_checked(method, target, headers, content, timeout_s)
+                if response.status not in _REDIRECTS:
+                    break
                 location = response.headers.get("location")
-                if response.status not in _REDIRECTS or not location:
+                if not location:
                     break
                 response.release()
                 following = target.join(parse_url(location))
                 if following.origin() != target.origin():
+                    dropped = _CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
                     headers = {k: v for k, v in headers.items() if k.lower() not in dropped}
                 if response.status in (301, 302, 303) and method.upper() != "HEAD":
                     method, content = "GET", None
@@ -263,25 +294,36 @@ class Outbound:
                             content: str | bytes | None, timeout_s: float
                             ) -> aiohttp.ClientResponse:
         """One hop: the host checked here, a name's addresses by the pool's resolver."""
-        if url.scheme not in ("http", "https") or not url.host:
+        host = url.host
+        if url.scheme not in ("http", "https") or not host:
             raise aiohttp.InvalidURL(f"only http(s) URLs with a host: {url}")
-        self.policy.check_host(url.host)
-        literal = egress.as_address(url.host)
-        if literal is not None:  # aiohttp connects to a literal without asking the resolver
-            self.policy.check(url.host, [literal])
+        if host not in self._hosts_passed:
+            self.policy.check_host(host)
+            literal = egress.as_address(host)
+            if literal is not None:  # aiohttp connects to a literal without asking the resolver
+                self.policy.check(host, [literal])
+            if len(self._hosts_passed) >= _HOSTS_REMEMBERED:
+                self._hosts_passed.clear()
+            self._hosts_passed.add(host)
         data = content.encode() if isinstance(content, str) else content
         timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s,
                                         sock_read=timeout_s)
-        # No automatic Content-Type: a body is sent with the type its block set, or none.
         return await self._session_now().request(
-            method, url, headers=headers, data=data, allow_redirects=False, timeout=timeout,
-            skip_auto_headers=("Content-Type",))
+            method, url, headers=headers, data=data, allow_redirects=False, timeout=timeout)
 
 
 async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int, what: str) -> bytes:
     try:
-        if response.content_length is not None and response.content_length > max_bytes:
-            raise _too_large(what, max_bytes)
+        length = response.content_length
+        if length is not None:
+            if length > max_bytes:
+                raise _too_large(what, max_bytes)
+            if hdrs.CONTENT_ENCODING not in response.headers:
+                # Read whole: aiohttp's parser stops a declared-length body at its length, so
+                # the cap already holds (a compressed body is capped as it is inflated, below).
+                body = await response.read()
+                response.release()
+                return body
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.content.iter_chunked(_CHUNK):
@@ -315,4 +357,5 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
     return found
 
 
-__all__ = ["CheckedResolver", "Outbound", "Reply", "default_tls", "resolve", "sending_while"]
+__all__ = ["CheckedResolver", "Outbound", "Reply", "StillWanted", "default_tls",
+           "enter_sending_while", "leave_sending_while", "resolve", "sending_while"]

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import msgspec
@@ -23,13 +24,18 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outbound import sending_while
+from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
-from chatflow.schemas.definition import CallToolBlock, RunnableBlock, ToolDefinition
+from chatflow.schemas.definition import (
+    CallToolBlock,
+    HttpCallBlock,
+    RunnableBlock,
+    ToolDefinition,
+)
 
 from ..operations import metrics
-from ..operations.logging import bound_execution, enter_execution, leave_execution
+from ..operations.logging import enter_execution, leave_execution
 from ..redis_client import Entry
 from .store import Commit, Store
 
@@ -41,14 +47,15 @@ def now_ms() -> int:
 
 
 class AnsweredChecks:
-    """Whether trees are still unanswered, for requests that waited for a connection slot:
-    every check asked while one read is in flight goes into the next read, one pipelined
-    ``EXISTS`` per partition.
+    """Whether trees are still unanswered, for requests about to be sent (every httpCall's,
+    and the others' after a wait for a connection slot): every check asked while one read is
+    in flight goes into the next read, one pipelined ``EXISTS`` per partition.
 
     Under a saturated gate every request waits, so a read per request was one Redis round
     trip (and, at a hundred in flight, a pool connection) per httpCall; coalesced, the same
-    keys are read at the same moment (after the wait, before the send), so the promise of
-    docs/http.md holds unchanged."""
+    keys are read at the same moment (with the slot held, before the send), so the promise
+    of docs/http.md holds unchanged. The httpCalls of one batch that find free slots ask in
+    the same loop turn, so they share one read, as they did in the batch's own check."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -163,9 +170,17 @@ class StepProcessor:
         """A block with side effects runs only while its tree is unanswered. The version
         check cannot tell: the state inlined in a step entry is the one its step expects,
         while a cancel or the deadline reaper answered the tree after it was written. The
-        tree's done key can: a Pending whose tree is done becomes a bare ack."""
-        waiting = [i for i, r in enumerate(results) if isinstance(r, Pending)]
-        roots = [r.state.rootId for r in results if isinstance(r, Pending)]
+        tree's done key can: a Pending whose tree is done becomes a bare ack.
+
+        Not an httpCall: its one side effect is its request, and the Outbound reads the
+        done key once the request holds a connection slot, just before it is sent (see
+        ``_run_bound``). Read here too, a request that then waited for a slot (every one,
+        under load) paid for two reads."""
+        waiting = [i for i, r in enumerate(results)
+                   if isinstance(r, Pending) and not isinstance(r.block, HttpCallBlock)]
+        if not waiting:
+            return
+        roots = [cast(Pending, results[i]).state.rootId for i in waiting]
         for i, done in zip(waiting, await self.store.answered(partition, roots), strict=True):
             if done:
                 results[i] = None
@@ -253,20 +268,33 @@ class StepProcessor:
                 self.definitions.by_hash(digest, blob)
 
     def _decide(self, msg: StepMsg, state: ExecState | None) -> Transition | Pending | None:
-        with bound_execution(state):  # command/execution/tool/contact ids on every log line
+        # command/execution/tool/contact ids on every log line (a token pair: once per entry)
+        token = enter_execution(state)
+        try:
             return self._decide_bound(msg, state)
+        finally:
+            leave_execution(token)
 
     async def _run_bound(self, item: Pending) -> Transition:
-        # A request that waited for a connection slot checks its tree again before it is
-        # sent (runtime/outbound.py): the check in _drop_answered came before the wait.
-        with bound_execution(item.state), sending_while(lambda: self._unanswered(item.state)):
-            try:
-                return await self._run_block(item.state, item.block)
-            except Exception as exc:
-                return self._crashed(item.state, exc)
-
-    async def _unanswered(self, state: ExecState) -> bool:
-        return await self.answered_checks.unanswered(state.partition, state.rootId)
+        # A request checks its tree before it is sent (runtime/outbound.py): an httpCall's
+        # request always (once it holds a connection slot: _drop_answered skipped it), the
+        # requests of other blocks only after a wait for a slot (the check in
+        # _drop_answered came before it).
+        # Token pairs, not ``with`` blocks: two generator context managers and a closure per
+        # block cost more than the ContextVar calls they wrap (one task per block, every
+        # httpCall); the check is a partial, built without a closure or an extra coroutine.
+        state = item.state
+        logged = enter_execution(state)
+        sending = enter_sending_while(
+            partial(self.answered_checks.unanswered, state.partition, state.rootId),
+            always=isinstance(item.block, HttpCallBlock))
+        try:
+            return await self._run_block(state, item.block)
+        except Exception as exc:
+            return self._crashed(state, exc)
+        finally:
+            leave_sending_while(sending)
+            leave_execution(logged)
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
         if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap

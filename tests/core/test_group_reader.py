@@ -1,4 +1,4 @@
-"""``GroupReader`` (handlers/batches.py): the worker's one blocking XREADGROUP per group, read
+"""``GroupReader`` (handlers/dataplane/batches.py): the worker's one blocking XREADGROUP per group, read
 raw, and its way through a lost connection: the server closing it between two reads, and
 the AttributeError redis-py leaks on some Pythons when it writes to such a connection
 (redis-py issue #4287). Both are a lost connection: reconnect and read on at once."""
