@@ -25,10 +25,10 @@ import uuid
 from typing import Any
 
 from bench.stream_bench import http_3, start_echo_server
-from chatflow.handlers.embedded import EmbeddedServer
+from chatflow.handlers.dataplane.worker import Worker, ensure_groups
 from chatflow.handlers.keys import COMMANDS_GROUP, STEPS_GROUP
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.settings import Settings
-from chatflow.handlers.worker import Worker, ensure_groups
 
 
 def http_2(base: str) -> dict[str, Any]:

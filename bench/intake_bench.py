@@ -25,11 +25,11 @@ from typing import Any
 import hiredis
 
 from bench.stream_bench import BENCH_3, BENCH_CHILD
-from chatflow.handlers.embedded import EmbeddedServer
+from chatflow.handlers.dataplane.worker import Worker, cancel_until_done, ensure_groups
 from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP
+from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.redis_client import Entry
 from chatflow.handlers.settings import Settings
-from chatflow.handlers.worker import Worker, cancel_until_done, ensure_groups
 
 
 def command(cid: str) -> bytes:

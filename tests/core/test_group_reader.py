@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError, TimeoutError
 
-from chatflow.handlers.batches import GroupReader, read_group
+from chatflow.handlers.dataplane.batches import GroupReader, read_group
+from chatflow.handlers.dataplane.worker import cancel_until_done
 from chatflow.handlers.redis_client import Client, Entry, is_connection_lost, make_client, send_all
-from chatflow.handlers.worker import cancel_until_done
 
 LEAKED = "'NoneType' object has no attribute 'writelines'"  # redis-py #4287, verbatim
 
