@@ -167,10 +167,23 @@ class Figures:
 
 
 CLUSTER = False  # set by --cluster
+# Set by --previous-python: the interpreter of another version's venv. A scenario named
+# "NAME@prev" (http-3@prev) runs its workers on it, so two versions are measured in one run,
+# against one baseline and one driver; the bare loop and the driver stay this version's.
+PREVIOUS_PYTHON: str | None = None
+
+
+def worker_python(name: str) -> str:
+    if not name.endswith("@prev"):
+        return sys.executable
+    if PREVIOUS_PYTHON is None:
+        raise SystemExit(f"scenario {name!r} needs --previous-python")
+    return PREVIOUS_PYTHON
 
 
 def spawn_workers(url: str, prefix: str, n: int, baseline: bool,
-                  counts: RoundTrips | None = None) -> list[subprocess.Popen[bytes]]:
+                  counts: RoundTrips | None = None,
+                  python: str = sys.executable) -> list[subprocess.Popen[bytes]]:
     """W worker processes (or bare loops); each counts its round trips into ``counts``."""
     env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
            "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0",
@@ -183,9 +196,9 @@ def spawn_workers(url: str, prefix: str, n: int, baseline: bool,
             cmd = ([sys.executable, "-m", "bench.counted_worker", *counter, *tail] if counts
                    else [sys.executable, "-m", "bench.baseline", *tail[1:]])
         elif counts:
-            cmd = [sys.executable, "-m", "bench.counted_worker", *counter]
+            cmd = [python, "-m", "bench.counted_worker", *counter]
         else:
-            cmd = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
+            cmd = [python, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL))
     return procs
 
@@ -293,10 +306,10 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
     if baseline:
         await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
     counts = RoundTrips(workers)
-    procs = spawn_workers(url, prefix, workers, baseline, counts)
+    procs = spawn_workers(url, prefix, workers, baseline, counts, worker_python(name))
     ps = [psutil.Process(p.pid) for p in procs] + server
     driver = Driver(url, prefix, baseline)
-    pt, steps_per = ("", 3) if baseline else SCENARIOS[name]
+    pt, steps_per = ("", 3) if baseline else SCENARIOS[name.removesuffix("@prev")]
     meter = None if CLUSTER else WorkMeter(client, DRIVER_NAME)
     try:
         await driver.run(pt, 20, 1)  # warm up: workers up, definitions cached
@@ -447,11 +460,16 @@ async def main() -> None:
     parser.add_argument("--rounds", type=positive, default=1,
                         help="run each (scenario, workers) N times, each round after its own "
                              "baseline; report each figure's median, min and max")
+    parser.add_argument("--previous-python", metavar="PYTHON",
+                        help="another version's interpreter (its venv's bin/python): a "
+                             "scenario named NAME@prev runs its workers on it, in the same "
+                             "rounds as this version's")
     parser.add_argument("--json", action="store_true",
                         help="print every figure as one JSON document instead of the table")
     args = parser.parse_args()
-    global CLUSTER
+    global CLUSTER, PREVIOUS_PYTHON
     CLUSTER = args.cluster
+    PREVIOUS_PYTHON = args.previous_python
     scenarios = args.scenarios or ("bench-3,scripts-3,http-3" if CLUSTER
                                    else "baseline,bench-3,scripts-3,http-3")
     server: Any = None
@@ -467,7 +485,7 @@ async def main() -> None:
             await inflight_memory(url, args.inflight_memory)
             return
         tools = [BENCH_CHILD, BENCH_3, SCRIPTS_3]
-        if "http-3" in scenarios.split(","):
+        if any(s.startswith("http-3") for s in scenarios.split(",")):
             echo, echo_base = start_echo_server()
             tools.append(http_3(echo_base))
         report: list[dict[str, Any]] = []
