@@ -25,8 +25,7 @@ import asyncio
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import NamedTuple
@@ -77,20 +76,10 @@ class Reply(NamedTuple):
     headers: Mapping[str, str]  # the final response's (aiohttp's read-only view, not copied)
 
 
-@contextmanager
-def sending_while(check: Check) -> Iterator[None]:
-    """Within this block, a request that waited for a slot is sent only if ``check()`` holds."""
-    token = _STILL_WANTED.set(StillWanted(check))
-    try:
-        yield
-    finally:
-        _STILL_WANTED.reset(token)
-
-
 def enter_sending_while(check: Check, *, always: bool = False) -> Token[StillWanted | None]:
-    """``sending_while`` without the context manager, for the step processor's hot path (one
-    block task per httpCall); ``always``: check every request, waited or not. Pair with
-    :func:`leave_sending_while`."""
+    """Until :func:`leave_sending_while`, a request that waited for a slot is sent only if
+    ``check()`` holds; ``always``: every request is checked, waited or not. A token pair, not
+    a context manager: the step processor sets it once per block task (every httpCall)."""
     return _STILL_WANTED.set(StillWanted(check, always))
 
 
@@ -358,4 +347,4 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
 
 
 __all__ = ["CheckedResolver", "Outbound", "Reply", "StillWanted", "default_tls",
-           "enter_sending_while", "leave_sending_while", "resolve", "sending_while"]
+           "enter_sending_while", "leave_sending_while", "resolve"]

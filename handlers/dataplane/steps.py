@@ -201,8 +201,7 @@ class StepProcessor:
 
     async def _run_inert(self, state: ExecState, block: RunnableBlock) -> Transition:
         """An inert block (runtime/runahead.py: a script, a callTool) sends no outbound
-        request, so it needs no ``sending_while`` check; the context managers of
-        ``_run_bound`` were a tenth of a one-hop execution's CPU."""
+        request, so it sets no still-wanted check (``_run_bound``'s)."""
         token = enter_execution(state)
         try:
             return await self._run_block(state, block)
