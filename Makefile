@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow lint typecheck bench instructions chaos chaos-short up screenshots
+.PHONY: install test test-slow test-uvloop lint typecheck bench instructions chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -12,6 +12,11 @@ test:
 
 test-slow:
 	$(PY) -m pytest -q -m slow -n 0
+
+# The data-plane suites again on uvloop, the loop worker processes run on (the default tier
+# runs on asyncio's own; handlers/operations/loop.py). .ci/run runs it.
+test-uvloop:
+	CHATFLOW_TEST_EVENT_LOOP=uvloop $(PY) -m pytest -q tests/core tests/robustness tests/security tests/sandbox
 
 lint:
 	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     # At 700 the collector ran ~70 times per 1,000 executions and took a fifth of a
     # worker's CPU; nearly everything a step allocates is freed by refcounting anyway.
     gc_threshold: int = Field(default=10_000, ge=0)
+    # The loop of workers, the API and the projections: uvloop when installed ("auto"),
+    # or "uvloop" / "asyncio" (handlers/operations/loop.py says why and what it saves).
+    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     # A pending entry is reclaimed once idle this long. Its owner renews the lease of every
     # entry it works on (XCLAIM ... JUSTID) every lease_renew_ms (0: a third of claim_idle_ms),
     # so only a dead or stuck worker's entries ever get that idle (handlers/dataplane/leases.py).

@@ -8,10 +8,11 @@ worker-process starter (processes.py), one Valkey fixture (valkey.py).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -40,3 +41,15 @@ async def harness(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
         yield h
     finally:
         await h.close()
+
+
+
+if os.environ.get("CHATFLOW_TEST_EVENT_LOOP") == "uvloop":
+    # Defined only when asked: pytest-asyncio refuses a hook that returns nothing.
+    def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item
+                                      ) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+        """Every async test on uvloop, the loop worker processes run on by default
+        (handlers/operations/loop.py); unset, asyncio's own."""
+        import uvloop
+
+        return {"uvloop": uvloop.new_event_loop}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from ..operations.loop import run_service
 from .common import (
     add_redis_flag,
     announce_egress,
@@ -41,5 +42,5 @@ def cmd_api(args: argparse.Namespace) -> int:
     warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     server = api_server(settings, args.host, args.port)
     announce(settings, server)
-    asyncio.run(server.serve())
+    run_service(server.serve(), settings.event_loop)
     return 0

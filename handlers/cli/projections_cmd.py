@@ -12,6 +12,7 @@ import time
 from ..dataplane.worker import consumer_name
 from ..keys import Keys
 from ..operations.logging import configure_logging
+from ..operations.loop import run_service
 from ..projections.execlog import drop, rebuild, snapshot, trim_source
 from ..projections.runner import ProjectionRunner
 from ..redis_client import Client
@@ -59,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             await runner.stop()
 
-    asyncio.run(main())
+    run_service(main(), settings.event_loop)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from chatflow.runtime.errors import ChatflowError
 
+from ..operations.loop import run_service
 from .common import (
     add_redis_flag,
     announce_egress,
@@ -68,7 +69,7 @@ def _worker_process(settings_json: str, url: str, index: int = 0,
     if settings.metrics_port:  # one exposition per process: see handlers/operations/metrics.py
         settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
     try:
-        asyncio.run(serve_workers(settings, url, tool_modules=tool_modules))
+        run_service(serve_workers(settings, url, tool_modules=tool_modules), settings.event_loop)
     except ChatflowError as exc:  # the supervisor sees the exit code and stops the set
         print(f"chatflow worker process {index}: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -100,7 +101,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     announce_egress(settings)
     warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
     if args.processes <= 1:
-        asyncio.run(serve_workers(settings, url, tool_modules=args.tools))
+        run_service(serve_workers(settings, url, tool_modules=args.tools), settings.event_loop)
         return 0
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_worker_process,
@@ -179,9 +180,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         if not args.no_api:
             announce_admin_key(settings, url, Path(args.data_dir).resolve(), args.api_port)
         if args.no_api:
-            asyncio.run(serve_workers(settings, url))
+            run_service(serve_workers(settings, url), settings.event_loop)
         else:
-            asyncio.run(serve_with_worker(settings, url, port=args.api_port))
+            run_service(serve_with_worker(settings, url, port=args.api_port),
+                        settings.event_loop)
     finally:
         if server is not None:
             server.stop()

@@ -38,6 +38,7 @@ from ..keys import (
 )
 from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
+from ..operations.loop import running_loop_name
 from ..projections.execlog import ExecutionLog, trim_source
 from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
@@ -341,7 +342,8 @@ class Worker:
                                              self._refresh_gauges, live=self.live).start()
         prom.UP.set(1)
         self._reader_changed()
-        log.info("worker started", consumer=self.consumer, partitions=s.partitions)
+        log.info("worker started", consumer=self.consumer, partitions=s.partitions,
+                 loop=running_loop_name())
 
     async def _trim_executions(self) -> None:
         await trim_source(self.client, self.keys,
