@@ -186,12 +186,22 @@ class V8Engine:
     def _eval(self, code: str, timeout_s: float | None, interruptible: bool = True) -> object:
         return self._answer(self._post(code), timeout_s, interruptible)
 
-    def run(self, payload: str, budget_s: float) -> str:
-        """Run one batch payload; raise EngineFailure if it does not complete."""
+    def run(self, payload: str, budget_s: float, min_settle_s: float) -> str | None:
+        """Run one batch payload, then wait for the deferred work it queued.
+
+        Raise EngineFailure if the batch does not complete. Return None if it completed
+        but deferred work (promise callbacks) ran past the rest of ``budget_s`` (at least
+        ``min_settle_s``): mini-racer runs those callbacks after the batch's eval has
+        answered, so without this wait they would run unaccounted, holding up the next
+        batch. The wait is a trivial eval posted right behind the batch's, so the isolate
+        runs both without going idle and this thread wakes once for the two answers.
+        """
         self.seq += 1
-        code = f"{self._runner}.run({self.seq}, {js_string(payload)})"
+        started = time.monotonic()
+        batch = self._post(f"{self._runner}.run({self.seq}, {js_string(payload)})")
+        settle = self._post("0")
         try:
-            result = self._eval(code, budget_s)
+            result = self._answer(batch, budget_s)
         except TimeoutError as exc:
             raise EngineFailure("timeout", "batch exceeded its time budget") from exc
         except JSOOMException as exc:
@@ -201,23 +211,18 @@ class V8Engine:
             raise EngineFailure(kind, str(exc)) from exc
         if not isinstance(result, str):
             raise EngineFailure("error", f"unexpected batch result type {type(result)}")
-        return result
-
-    def settle(self, timeout_s: float) -> bool:
-        """Wait for deferred work (promise callbacks) the last batch queued; False if it ran
-        past ``timeout_s``. mini-racer runs those callbacks after the batch's eval has
-        answered, so without this they would run unaccounted, holding up the next batch."""
+        left = budget_s - (time.monotonic() - started)
         try:
-            self._eval("0", timeout_s)
+            self._answer(settle, max(left, min_settle_s))
         except TimeoutError:
             # The callback runs outside any eval, so no cancel can terminate it: this
             # context can never be fenced. It is parked on close (in the worker process,
             # which then retires itself; see _worker.py).
             self._stuck = True
-            return False
+            return None
         except JSEvalException:
-            return True  # an error answer still proves the isolate is idle
-        return True
+            pass  # an error answer still proves the isolate is idle
+        return result
 
     def progress(self) -> Progress | None:
         """After a failed batch: outcomes finished so far, or None if unreadable."""

@@ -19,7 +19,6 @@ process's main thread (``_worker.py``). Everything here is synchronous.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,11 +70,9 @@ class BatchExecutor:
         batch = [jobs[i] for i in segment.indices]
         budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
         self.evals += 1
-        started = time.monotonic()
         try:
-            text = engine.run(engine.cache.payload(batch), budget)
-            left = budget - (time.monotonic() - started)
-            if not engine.settle(max(left, MIN_SETTLE_S)):
+            text = engine.run(engine.cache.payload(batch), budget, MIN_SETTLE_S)
+            if text is None:
                 self._discard_engine()
                 self._deferred_ran_away(jobs, segment.indices, results, segments)
                 return
