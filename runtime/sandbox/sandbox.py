@@ -146,7 +146,14 @@ the free lanes), and runs it in one eval. Jobs a batch did not
             futures.append(future)
         if queued:
             self._dispatch(loop)
-        return list(await asyncio.gather(*futures))
+        # Awaited in turn rather than gathered: a batch settles all its futures in one go,
+        # so this suspends once, without gather's extra loop turn and callbacks per job.
+        try:
+            return [await future for future in futures]
+        except asyncio.CancelledError:
+            for future in futures:  # as gather would: queued jobs of a gone caller are skipped
+                future.cancel()
+            raise
 
     def close(self) -> None:
         """Fail queued jobs, stop the drainers and the lanes (each frees its own context)."""
