@@ -123,6 +123,7 @@ class V8Engine:
         self._dirty = False  # an eval was cancelled or failed: fence before freeing
         self._stuck = False  # busy with deferred work no cancel can stop: never free
         self._interrupted = False
+        self._owner = threading.get_ident()  # the only thread that may touch the context
         self.cache = CompileCache()
         self.seq = 0  # number of the latest batch sent to the runner
 
@@ -151,8 +152,14 @@ class V8Engine:
         self._interrupted = True
         self._inbox.wake()
 
+    def _check_thread(self) -> None:
+        # Cheap, and the rule it guards is otherwise only visible as a rare segfault.
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("a V8 engine is used only on the thread that created it")
+
     def _post(self, code: str) -> tuple[int, int]:
         """Start an eval on the isolate; returns (callback id, task id)."""
+        self._check_thread()
         callback_id = next(self._ids)
         code_handle = self._ctx._python_to_value_handle(code)
         task_id = self._dll.mr_eval(self._raw_ctx, code_handle.raw, callback_id)
@@ -255,6 +262,7 @@ class V8Engine:
 
     def close(self) -> None:
         """Free the context (on its own thread), fencing first after a failed eval."""
+        self._check_thread()
         maker, self._maker = self._maker, None
         if maker is None:
             return
