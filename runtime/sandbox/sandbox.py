@@ -150,9 +150,13 @@ the free lanes), and runs it in one eval. Jobs a batch did not
         # so this suspends once, without gather's extra loop turn and callbacks per job.
         try:
             return [await future for future in futures]
-        except asyncio.CancelledError:
-            for future in futures:  # as gather would: queued jobs of a gone caller are skipped
-                future.cancel()
+        except BaseException:
+            # The caller is gone (cancelled, or one job failed): its queued jobs are skipped,
+            # and, as gather does, the other jobs' errors count as seen (each would otherwise
+            # log "exception was never retrieved").
+            for future in futures:
+                if not future.cancel() and not future.cancelled():
+                    future.exception()
             raise
 
     def close(self) -> None:
