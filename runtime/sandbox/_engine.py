@@ -162,6 +162,8 @@ class V8Engine:
         self._check_thread()
         callback_id = next(self._ids)
         code_handle = self._ctx._python_to_value_handle(code)
+        # The task keeps its own reference to the code value (mini-racer's Context::Eval
+        # captures the value's shared pointer), so this handle may be freed on return.
         task_id = self._dll.mr_eval(self._raw_ctx, code_handle.raw, callback_id)
         return callback_id, task_id
 
