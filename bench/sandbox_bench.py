@@ -6,6 +6,12 @@ Prints µs/script and the ratio to a single synchronous mini-racer call for:
 mini-racer called directly (sync, through a thread, on our own loop), the ScriptSandbox
 (in-process and worker-process, batch sizes 1, 8, 64, 128), and, if the ``quickjs``
 package is installed, QuickJS inline, through a thread and with a fresh context per script.
+
+Then the CPU per script of the process-isolated ScriptSandbox for batches of 1, 4 and 64
+one-line scripts (``return Number(n) + 1``, as in the stream bench's http-3 scenario): user
+plus system time of this process and of the sandbox worker processes, read from psutil
+before and after the same run, so a change of the VM's clock speed between runs does not
+enter the comparison. ``--cpu-only`` prints just these rows.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 
+import psutil
 from py_mini_racer import MiniRacer, mini_racer
 
 from chatflow.runtime.sandbox import ScriptJob, ScriptSandbox
@@ -93,6 +100,46 @@ async def bench_sandbox(isolation: str, seconds: float, rows: dict[str, float]) 
         box.close()
 
 
+CPU_SOURCE = "return Number(n) + 1"
+CPU_BATCHES = (1, 4, 64)
+
+
+def _cpu_seconds(pids: list[int]) -> list[float]:
+    """User + system CPU time of each process (all its threads) so far."""
+    times = [psutil.Process(pid).cpu_times() for pid in pids]
+    return [t.user + t.system for t in times]
+
+
+async def bench_cpu(scripts: int, rows: dict[str, tuple[float, float, float]]) -> None:
+    """CPU µs per script (parent, sandbox workers, total) for each batch size."""
+    box = ScriptSandbox(lanes=1)  # one worker process: the parent waits on one lane
+    job = ScriptJob(CPU_SOURCE, {"n": "41"})
+    try:
+        await box.run_many([job] * 8)  # start the worker and compile the script
+        pids = [psutil.Process().pid, *box.worker_pids]
+        for size in CPU_BATCHES:
+            jobs = [job] * size
+            rounds = max(1, scripts // size)
+            for _ in range(max(1, rounds // 20)):  # warm up
+                await box.run_many(jobs)
+            before = _cpu_seconds(pids)
+            for _ in range(rounds):
+                outcomes = await box.run_many(jobs)
+            after = _cpu_seconds(pids)
+            assert outcomes[0].value == 42, outcomes[0]
+            spent = [(b - a) / (rounds * size) * 1e6 for a, b in zip(before, after, strict=True)]
+            rows[f"process, batch {size}"] = (spent[0], sum(spent[1:]), sum(spent))
+    finally:
+        await box.aclose()
+
+
+def print_cpu(rows: dict[str, tuple[float, float, float]]) -> None:
+    print(f"\nCPU per script, {CPU_SOURCE!r} (µs, user+system):")
+    print(f"{'ScriptSandbox':<24} {'parent':>8} {'workers':>8} {'total':>8}")
+    for name, (parent, workers, total) in rows.items():
+        print(f"{name:<24} {parent:>8.1f} {workers:>8.1f} {total:>8.1f}")
+
+
 async def bench_quickjs(seconds: float, rows: dict[str, float]) -> None:
     try:
         import quickjs  # type: ignore[import-not-found]
@@ -132,7 +179,16 @@ async def bench_quickjs(seconds: float, rows: dict[str, float]) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    parser.add_argument(
+        "--cpu-scripts", type=int, default=20_000, help="scripts per CPU row (psutil counts in 10 ms ticks)"
+    )
+    parser.add_argument("--cpu-only", action="store_true", help="only the CPU per script rows")
     args = parser.parse_args()
+    cpu_rows: dict[str, tuple[float, float, float]] = {}
+    await bench_cpu(args.cpu_scripts, cpu_rows)
+    if args.cpu_only:
+        print_cpu(cpu_rows)
+        return
     rows: dict[str, float] = {}
     await bench_mini_racer(args.seconds, rows)
     await bench_sandbox("in_process", args.seconds, rows)
@@ -142,6 +198,7 @@ async def main() -> None:
     print(f"{'variant':<52} {'µs/script':>10} {'vs single':>10}")
     for name, micros in rows.items():
         print(f"{name:<52} {micros:>10.1f} {base / micros:>9.1f}x")
+    print_cpu(cpu_rows)
 
 
 if __name__ == "__main__":

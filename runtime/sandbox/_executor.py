@@ -13,18 +13,18 @@ back from the runner, the context is replaced by a fresh one, and:
   so the job that queued the runaway callback gets ``script_timeout`` and no other;
 * if the progress cannot be read, every job of the batch reruns alone.
 
-The executor and its engine live on one lane thread (see ``_lane.py``).
+The executor and its engine live on one thread: a lane thread (``_lane.py``) or the worker
+process's main thread (``_worker.py``). Everything here is synchronous.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._codec import PreparedJob, Progress, decode_outcomes
-from ._engine import EngineFailure, V8Engine
+from ._engine import EngineFailure, EngineInterrupted, V8Engine
 from ._types import SCRIPT_ERROR, ScriptLimits, ScriptOutcome, memory_outcome, timeout_outcome
 
 BUDGET_SLACK_S = 0.05
@@ -44,41 +44,42 @@ class BatchExecutor:
     def __init__(self, limits: ScriptLimits) -> None:
         self._limits = limits
         self._engine: V8Engine | None = None
+        self._closing = False  # set by interrupt(), from the thread closing the lane
         self.contexts_created = 0
         self.evals = 0
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
+    def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
         """Outcomes in job order; ``None`` for a job not run (hand it back to the queue)."""
         results: list[ScriptOutcome | None] = [None] * len(jobs)
         segments: deque[_Segment] = deque([_Segment(list(range(len(jobs))))])
         while segments:
+            if self._closing:
+                raise EngineInterrupted()
             segment = segments.popleft()
-            await self._run_segment(jobs, segment, results, segments)
+            self._run_segment(jobs, segment, results, segments)
         return results
 
-    async def _run_segment(
+    def _run_segment(
         self,
         jobs: Sequence[PreparedJob],
         segment: _Segment,
         results: list[ScriptOutcome | None],
         segments: deque[_Segment],
     ) -> None:
-        engine = await self._current_engine()
+        engine = self._current_engine()
         batch = [jobs[i] for i in segment.indices]
         budget = max(job.timeout_ms for job in batch) / 1000 + BUDGET_SLACK_S
         self.evals += 1
-        started = time.monotonic()
         try:
-            text = await engine.run(engine.cache.payload(batch), budget)
-            left = budget - (time.monotonic() - started)
-            if not await engine.settle(max(left, MIN_SETTLE_S)):
-                await self._discard_engine()
+            text = engine.run(engine.cache.payload(batch), budget, MIN_SETTLE_S)
+            if text is None:
+                self._discard_engine()
                 self._deferred_ran_away(jobs, segment.indices, results, segments)
                 return
         except EngineFailure as failure:
-            progress = await engine.progress()
+            progress = engine.progress()
             seq = engine.seq
-            await self._discard_engine()
+            self._discard_engine()
             if (progress is None or progress.seq != seq) and not segment.retried:
                 # Unknown progress or the batch never started: deferred work of an earlier
                 # batch (a promise callback) can hold the isolate after that batch returned.
@@ -147,19 +148,28 @@ class BatchExecutor:
             return memory_outcome(self._limits.max_memory_bytes)
         return ScriptOutcome.failure(SCRIPT_ERROR, f"script engine error: {failure.message}")
 
-    async def _current_engine(self) -> V8Engine:
+    def _current_engine(self) -> V8Engine:
         engine = self._engine
         if engine is None:
-            engine = await V8Engine.start(self._limits.max_memory_bytes)
+            engine = V8Engine.start(self._limits.max_memory_bytes)
             self._engine = engine
             self.contexts_created += 1
+            if self._closing:  # interrupt() ran before the engine was published
+                engine.interrupt()
         return engine
 
-    async def _discard_engine(self) -> None:
+    def _discard_engine(self) -> None:
         engine, self._engine = self._engine, None
         if engine is not None:
-            await engine.close()
+            engine.close()
 
-    async def aclose(self) -> None:
-        """Free the engine; must run on the lane loop that created it."""
-        await self._discard_engine()
+    def interrupt(self) -> None:
+        """From any thread: stop the running batch (EngineInterrupted) and any later one."""
+        self._closing = True
+        engine = self._engine
+        if engine is not None:
+            engine.interrupt()
+
+    def close(self) -> None:
+        """Free the engine; must run on the thread that created it."""
+        self._discard_engine()

@@ -1,10 +1,12 @@
 """A lane: one V8 context owned by one dedicated thread for its whole life.
 
-mini-racer contexts are not thread-safe. A lane thread runs its own asyncio loop; the
-BatchExecutor, its engine, every eval, every cancel (timeouts) and every close happen on
-that loop and thread only. Callers on other loops submit batches and await the answer;
+mini-racer contexts are not thread-safe. A lane thread takes batches from its queue and
+runs them on its BatchExecutor, synchronously: the executor's engine is created, used
+(every eval, every cancel on a timeout) and freed on that thread only. Callers on any
+event loop submit a batch and await a future the thread completes through their loop;
 cancelling the caller does not cancel the lane's eval (it is bounded by its own time
-budget), so no cancel ever crosses threads.
+budget), so no cancel ever crosses threads. Closing the lane only *asks* the thread to stop
+(``BatchExecutor.interrupt``): the thread cancels its own eval and frees its own context.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import queue
 import threading
 from collections.abc import Sequence
 
@@ -24,6 +27,9 @@ from ._types import ScriptLimits, ScriptOutcome
 JOIN_TIMEOUT_S = 10.0
 _numbers = itertools.count(1)
 
+_Outcomes = list[ScriptOutcome | None]
+_Request = tuple[Sequence[PreparedJob], asyncio.AbstractEventLoop, "asyncio.Future[_Outcomes]"]
+
 
 class ThreadLane:
     """Runs batches on a BatchExecutor that lives on this lane's own thread."""
@@ -31,18 +37,13 @@ class ThreadLane:
     def __init__(self, limits: ScriptLimits) -> None:
         init_v8()  # on the creating (long-lived) thread, never first on a lane thread
         self._executor = BatchExecutor(limits)
-        self._ready: concurrent.futures.Future[asyncio.AbstractEventLoop] = (
-            concurrent.futures.Future()
-        )
+        self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._closing = False
         self._thread = threading.Thread(
             target=self._main, name=f"chatflow-v8-lane-{next(_numbers)}", daemon=True
         )
         self._thread.start()
-        self._loop = self._ready.result()
-        self._lock = asyncio.Lock()  # used only on the lane loop
-        self._current: asyncio.Task[object] | None = None
 
     @property
     def contexts_created(self) -> int:
@@ -57,48 +58,39 @@ class ThreadLane:
         return 0.0  # the context is created inside a batch's own time budget
 
     def _main(self) -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        self._ready.set_result(loop)
         try:
-            loop.run_forever()
+            while (request := self._requests.get()) is not None:
+                jobs, loop, future = request
+                if self._closing:
+                    _deliver(loop, future, RuntimeError("ScriptSandbox is closed"))
+                    continue
+                try:
+                    outcomes: _Outcomes | BaseException = self._executor.execute(jobs)
+                except Exception as exc:  # EngineInterrupted (closing) or an engine bug
+                    outcomes = RuntimeError("ScriptSandbox is closed") if self._closing else exc
+                _deliver(loop, future, outcomes)
         finally:
-            loop.close()
-            self._finished.set_result(None)
-
-    async def _execute_here(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
-        async with self._lock:
-            if self._closing:
-                raise RuntimeError("ScriptSandbox is closed")
-            self._current = asyncio.current_task()
             try:
-                return await self._executor.execute(jobs)
+                self._executor.close()  # frees the context on the thread that made it
             finally:
-                self._current = None
+                self._finished.set_result(None)
 
-    async def execute(self, jobs: Sequence[PreparedJob]) -> list[ScriptOutcome | None]:
+    async def execute(self, jobs: Sequence[PreparedJob]) -> _Outcomes:
         """Run a batch on the lane thread (callable from any event loop)."""
         if self._closing:
             raise RuntimeError("ScriptSandbox is closed")
-        done = asyncio.run_coroutine_threadsafe(self._execute_here(jobs), self._loop)
-        # shield: a cancelled caller must not cancel the eval from this thread.
-        return await asyncio.shield(asyncio.wrap_future(done))
-
-    async def _shutdown_here(self) -> None:
-        current = self._current
-        if current is not None:
-            current.cancel()  # same thread as the eval: a safe, ordinary cancel
-        async with self._lock:
-            await self._executor.aclose()
-        asyncio.get_running_loop().stop()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_Outcomes] = loop.create_future()
+        self._requests.put((jobs, loop, future))
+        return await future
 
     def close(self) -> None:
-        """Stop the lane: cancel its batch, free its context on its thread, end the thread."""
+        """Stop the lane: its thread cancels its batch, frees its context and ends."""
         if self._closing:
             return
         self._closing = True
-        with contextlib.suppress(RuntimeError):  # loop already closed
-            self._loop.call_soon_threadsafe(self._loop.create_task, self._shutdown_here())
+        self._executor.interrupt()
+        self._requests.put(None)
 
     def join(self, timeout_s: float = JOIN_TIMEOUT_S) -> None:
         with contextlib.suppress(concurrent.futures.TimeoutError):
@@ -108,3 +100,22 @@ class ThreadLane:
         self.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.wrap_future(self._finished), JOIN_TIMEOUT_S)
+
+
+def _deliver(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[_Outcomes],
+    result: _Outcomes | BaseException,
+) -> None:
+    """Complete a caller's future on its own loop (unless it gave up or its loop ended)."""
+
+    def complete() -> None:
+        if future.done():  # the caller was cancelled
+            return
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
+
+    with contextlib.suppress(RuntimeError):  # the caller's loop is closed
+        loop.call_soon_threadsafe(complete)

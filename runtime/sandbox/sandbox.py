@@ -146,7 +146,18 @@ the free lanes), and runs it in one eval. Jobs a batch did not
             futures.append(future)
         if queued:
             self._dispatch(loop)
-        return list(await asyncio.gather(*futures))
+        # Awaited in turn rather than gathered: a batch settles all its futures in one go,
+        # so this suspends once, without gather's extra loop turn and callbacks per job.
+        try:
+            return [await future for future in futures]
+        except BaseException:
+            # The caller is gone (cancelled, or one job failed): its queued jobs are skipped,
+            # and, as gather does, the other jobs' errors count as seen (each would otherwise
+            # log "exception was never retrieved").
+            for future in futures:
+                if not future.cancel() and not future.cancelled():
+                    future.exception()
+            raise
 
     def close(self) -> None:
         """Fail queued jobs, stop the drainers and the lanes (each frees its own context)."""

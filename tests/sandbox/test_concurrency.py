@@ -103,3 +103,27 @@ async def test_closing_fails_queued_jobs(isolation: str) -> None:
     box.close()
     with pytest.raises((RuntimeError, asyncio.CancelledError)):
         await pending
+
+
+async def test_a_failed_run_many_leaves_no_unretrieved_job_errors(isolation: str) -> None:
+    # run_many awaits its jobs' futures in turn: when the first fails, the others' errors
+    # must still count as seen, as with gather, or each logs "exception was never retrieved".
+    import gc
+
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        box = ScriptSandbox(isolation=isolation)  # type: ignore[arg-type]
+        pending = asyncio.ensure_future(box.run_many([ScriptJob("return 1", {})] * 3))
+        await asyncio.sleep(0)
+        box.close()
+        with pytest.raises((RuntimeError, asyncio.CancelledError)):
+            await pending
+        await box.aclose()
+        del pending
+        gc.collect()
+        assert unretrieved == []
+    finally:
+        loop.set_exception_handler(previous)

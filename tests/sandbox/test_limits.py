@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import psutil
 import pytest
 
 from chatflow.runtime.sandbox import ScriptJob, ScriptLimits, ScriptSandbox
@@ -184,3 +185,19 @@ async def test_a_slow_but_legal_job_behind_others_is_not_blamed(
     ]
     outcomes = await sandbox.run_many(jobs)
     assert [o.value for o in outcomes] == [150, 150, "last"]
+
+
+async def test_a_worker_holding_a_runaway_callback_is_replaced(
+    process_sandbox: ScriptSandbox,
+) -> None:
+    # The spinning context cannot be freed, so it is parked and the worker asks to retire:
+    # the next batch runs in a new process and the old one is gone.
+    sandbox = process_sandbox
+    assert (await run(sandbox, "return 1")).value == 1
+    (first,) = sandbox.worker_pids
+    assert (await run(sandbox, RUNAWAY_CALLBACK)).code == "script_timeout"
+    assert (await run(sandbox, "return 2")).value == 2
+    (second,) = sandbox.worker_pids
+    assert second != first
+    await sandbox.aclose()
+    assert not psutil.pid_exists(first) or psutil.Process(first).status() == "zombie"
