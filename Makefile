@@ -30,9 +30,10 @@ bench:
 	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2
 
 # Instructions per execution under valgrind's callgrind: counted, so they hold still while
-# this VM's CPU speed moves (bench/instructions.py). Needs valgrind.
+# this VM's CPU speed moves (bench/instructions.py); --prefill: full batches, so the
+# machine's load does not move them either. Needs valgrind.
 instructions:
-	$(PY) -m bench.instructions --executions 1000
+	$(PY) -m bench.instructions --prefill --executions 1000
 
 chaos:
 	$(PY) -m bench.chaos --executions 10000 --seconds 900
