@@ -4,9 +4,11 @@ Measured with ``python -m bench.instructions --prefill`` (docs/scale.md, "The ev
 a worker on uvloop executes 9 % fewer instructions per http-3 execution than on asyncio's
 own loop (1,467k against 1,614k) and 4 % fewer per bench-3 execution (518k against 538k),
 the same code otherwise. Every hop is socket reads and writes, callbacks and timers, which
-uvloop runs in C (libuv); an httpCall adds its own socket, and a script its sandbox's pipe. ``CHATFLOW_EVENT_LOOP`` chooses: ``auto`` (the default: uvloop
-when importable, asyncio's loop otherwise, e.g. on Windows, which uvloop does not
-support), ``uvloop`` (fail at start if it is missing) or ``asyncio``.
+uvloop runs in C (libuv); an httpCall adds its own socket, and a script its sandbox's pipe.
+
+``CHATFLOW_EVENT_LOOP`` chooses: ``auto`` (the default: uvloop when importable, asyncio's
+loop otherwise, e.g. on Windows, which uvloop does not support), ``uvloop`` (fail at start
+if it is missing) or ``asyncio``.
 
 Only the long-running services use it: the workers, the API, the projections. One-shot
 commands (``chatflow exec``, ``keys``...) keep ``asyncio.run``: they would not notice.
