@@ -20,6 +20,7 @@ import pytest
 
 from chatflow.handlers.operations.loop import loop_factory, run_service, running_loop_name
 from chatflow.runtime.errors import ConfigurationError
+from tests.core.tools import http, ret, script, to, tool
 from tests.harness import Harness
 from tests.support.http import LoopbackServer
 from tests.support.processes import kill, start_worker
@@ -43,15 +44,9 @@ def _started_line(proc: subprocess.Popen[bytes]) -> dict[str, object]:
 
 
 def _http_then_script(base: str) -> dict[str, object]:
-    return {"onboardingBlockId": "h", "blocks": {
-        "h": {"type": "httpCall", "id": "h", "method": "GET", "url": base + "/n",
-              "responseBodyVariable": "resp", "onError": "blocking", "outputConditions": [],
-              "defaultOutput": {"type": "block", "blockId": "s"}},
-        "s": {"type": "executeScript", "id": "s", "source": "return Number(n) * 2",
-              "outputVariable": "s", "inputVariables": [{"name": "n", "value": "{{resp.n}}"}],
-              "onError": "blocking",
-              "outputConditions": [], "defaultOutput": {"type": "block", "blockId": "r"}},
-        "r": {"type": "return", "id": "r", "value": "{{s}}"}}}
+    return tool("h", http("h", base + "/n", to("s"), responseBodyVariable="resp"),
+                script("s", "return Number(n) * 2", "s", to("r"), inputs={"n": "{{resp.n}}"}),
+                ret("r", "{{s}}"))
 
 
 @pytest.mark.parametrize(("setting", "expected"), [(None, "uvloop"), ("asyncio", "asyncio")])
