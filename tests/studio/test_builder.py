@@ -368,20 +368,23 @@ async def test_leaving_with_unsaved_changes_asks_first_and_a_new_tool_is_never_c
     page = studio.page
     await new_tool(studio, "Draft")
     await page.get_by_role("button", name="Add return block").click()
-    questions: list[str] = []
+    # Each question is put here once answered: awaited, not read at once (the handler is a
+    # task of its own, and a loaded machine may run it after the next assertion).
+    questions: asyncio.Queue[str] = asyncio.Queue()
 
     async def answer(dialog: Any, accept: bool) -> None:
-        questions.append(dialog.message)
         await (dialog.accept() if accept else dialog.dismiss())
+        questions.put_nowait(dialog.message)
 
     page.once("dialog", lambda d: asyncio.ensure_future(answer(d, False)))
     await page.get_by_role("link", name="Tools").click()
+    asked = await asyncio.wait_for(questions.get(), 30)
+    assert asked == "Draft has unsaved changes. Leave and lose them?"
     await expect(node(page, "return1")).to_be_visible()  # stayed, with the edit
-    assert questions == ["Draft has unsaved changes. Leave and lose them?"]
     page.once("dialog", lambda d: asyncio.ensure_future(answer(d, True)))
     await page.get_by_role("link", name="Tools").click()
+    assert await asyncio.wait_for(questions.get(), 30) == asked
     await expect(page.get_by_role("heading", name="Tools")).to_be_visible()
-    assert len(questions) == 2
     assert [t for t in await studio.ok("GET", "/tools") if t["name"] == "Draft"] == []
 
 
@@ -408,8 +411,8 @@ async def test_the_small_defects_stay_fixed_sign_out_dashes_and_the_average_line
     # Six days without runs and one with: the average line has one point, not six at 0 ms.
     await page.get_by_role("link", name="Busy").click()
     chart = page.get_by_role("img", name="Runs per day (bars) and average duration (line), last seven days")
-    points = await chart.locator("polyline").get_attribute("points")
-    assert points is not None and len(points.split()) == 1, points
+    # One "x,y" pair: awaited, since the chart may be drawn before its figures arrive.
+    await expect(chart.locator("polyline")).to_have_attribute("points", re.compile(r"^\S+$"))
     await page.get_by_text("The numbers").click()
     days = page.get_by_role("table", name="Last seven days")
     await expect(days.get_by_role("row").nth(1).get_by_role("cell")).to_have_text(["0", "—", "—"])
