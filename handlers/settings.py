@@ -34,6 +34,10 @@ if TYPE_CHECKING:  # imported by the methods: the CLI reads Settings without the
     from chatflow.runtime.outbound import Outbound
 
 
+# CHATFLOW_EVENT_LOOP's values (handlers/operations/loop.py reads them).
+EventLoopChoice = Literal["auto", "uvloop", "asyncio"]
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CHATFLOW_", extra="ignore")
 
@@ -54,7 +58,7 @@ class Settings(BaseSettings):
     gc_threshold: int = Field(default=10_000, ge=0)
     # The loop of workers, the API and the projections: uvloop when installed ("auto"),
     # or "uvloop" / "asyncio" (handlers/operations/loop.py says why and what it saves).
-    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
+    event_loop: EventLoopChoice = "auto"
     # A pending entry is reclaimed once idle this long. Its owner renews the lease of every
     # entry it works on (XCLAIM ... JUSTID) every lease_renew_ms (0: a third of claim_idle_ms),
     # so only a dead or stuck worker's entries ever get that idle (handlers/dataplane/leases.py).

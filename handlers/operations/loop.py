@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from chatflow.runtime.errors import ConfigurationError
 
+from ..settings import EventLoopChoice
+
 T = TypeVar("T")
-EventLoopChoice = Literal["auto", "uvloop", "asyncio"]
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
 
