@@ -162,6 +162,45 @@ async def test_a_json_edit_shows_on_the_canvas_and_a_canvas_edit_in_the_json(stu
     assert doc_after["meta"]["positions"]["b"]["y"] > doc_after["meta"]["positions"]["a"]["y"]
 
 
+async def test_a_shape_checks_answer_marks_the_nodes_in_place_and_a_node_being_dragged_stays_in_hand(
+        studio: Studio) -> None:
+    page = studio.page
+    await new_tool(studio, "Marks")
+    # The shape check's answer is held until the mouse has a node: then it arrives mid-drag.
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def hold(route: Any) -> None:
+        asked.set()
+        await answer.wait()
+        await route.continue_()
+
+    await page.route("**/definitions/check", hold)
+    doc = page.get_by_label("Definition (JSON)")
+    await doc.fill(json.dumps({"onboardingBlockId": "a", "blocks": {  # a has no source
+        "a": {"type": "executeScript", "id": "a", "outputVariable": "x",
+              "defaultOutput": {"type": "block", "blockId": "b"}},
+        "b": {"type": "return", "id": "b", "value": "{{x}}"}}}))
+    await expect(node(page, "b")).to_be_visible()
+    await asyncio.wait_for(asked.wait(), 30)
+    await node(page, "a").evaluate("e => { e.dataset.probe = 'drawn once'; }")
+    before = await doc.input_value()
+
+    await node(page, "a").scroll_into_view_if_needed()  # the JSON view, just filled, is below
+    box = await node(page, "a").bounding_box()
+    assert box is not None
+    await page.mouse.move(box["x"] + 40, box["y"] + 20)
+    await page.mouse.down()
+    await page.mouse.move(box["x"] + 40, box["y"] + 60, steps=3)
+    answer.set()
+    await expect(node(page, "a")).to_have_attribute("aria-label", re.compile(r"^start: block a .*1 problem"))
+    assert await node(page, "a").get_attribute("data-probe") == "drawn once"  # the same element
+    await page.mouse.move(box["x"] + 40, box["y"] + 180, steps=3)
+    await page.mouse.up()
+    await expect(doc).not_to_have_value(before)  # the drag ended in the definition
+    positions = (await definition(page))["meta"]["positions"]
+    assert positions["a"]["y"] > positions["b"]["y"]
+
+
 async def test_layout_places_a_tool_made_over_the_api_and_every_block_is_in_view(studio: Studio) -> None:
     page = studio.page
     ids = [f"step{i}" for i in range(7)]

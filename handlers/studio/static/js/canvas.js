@@ -49,7 +49,7 @@ function exitName(target) {
 }
 
 /**
- * createCanvas(container, options) → { render(def, overlay), layout(), zoom(dir), destroy() }
+ * createCanvas(container, options) → { render(def, overlay), mark(overlay), zoom(dir), fit(), destroy() }
  * options: editable; onSelect(blockId|null); onConnect(fromId, port, target);
  * onDisconnect(fromId, port); onMove(blockId, {x, y}); onDelete(blockId).
  * overlay: problems (Map blockId → messages), selected, status ({blockId: {status, ms}}), path ([blockIds]).
@@ -121,8 +121,37 @@ export function createCanvas(container, options = {}) {
     conn.append(t);
   }
 
+  // A block node's name, problem badge and selection: all that a shape check's answer can change.
+  function decorate(el, id, type, start, overlay) {
+    const bad = (overlay.problems || new Map()).get(id) || [];
+    const st = (overlay.status || {})[id];
+    el.setAttribute("aria-label",
+      `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${st.status}` : ""}`);
+    el.classList.toggle("problem", bad.length > 0);
+    el.classList.toggle("chosen", overlay.selected === id);
+    const content = el.querySelector(".drawflow_content_node");
+    for (const old of content.querySelectorAll(".node-badge")) old.remove();
+    if (bad.length) content.append(h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, String(bad.length)));
+  }
+
+  let drawn = null; // the definition the nodes on screen show
+  /**
+   * New problems and selection for the definition already drawn, on its nodes as they are: a
+   * shape check answers while the mouse may be dragging one, and a redraw would drop it.
+   */
+  function mark(overlay = {}) {
+    if (!drawn) return;
+    const blocks = blocksOf(drawn);
+    for (const [id, nid] of Object.entries(byBlock)) {
+      const el = surface.querySelector(`#node-${nid}`);
+      const type = String((blocks[id] && blocks[id].type) || "?");
+      if (el) decorate(el, id, type, drawn.onboardingBlockId === id, overlay);
+    }
+  }
+
   function render(def, overlay = {}) {
     rendering = true;
+    drawn = def;
     try {
       editor.clear();
       editor.node_selected = null; // the old elements are gone; Delete must not reach them
@@ -131,7 +160,6 @@ export function createCanvas(container, options = {}) {
       byBlock = {};
       const blocks = blocksOf(def);
       const pos = positionsOf(def);
-      const problems = overlay.problems || new Map();
       const status = overlay.status || {};
       for (const [id, b] of Object.entries(blocks)) {
         const outs = exitsOf(b);
@@ -142,23 +170,18 @@ export function createCanvas(container, options = {}) {
         byNode[nid] = { block: id };
         byBlock[id] = nid;
         const el = surface.querySelector(`#node-${nid}`);
-        const bad = problems.get(id) || [];
         const st = status[id];
-        const name = `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${st.status}` : ""}`;
         el.setAttribute("data-block", id);
         el.setAttribute("tabindex", "0");
         el.setAttribute("role", "button");
-        el.setAttribute("aria-label", name);
         if (start) el.classList.add("start");
-        if (bad.length) el.classList.add("problem");
-        if (overlay.selected === id) el.classList.add("chosen");
         if (st) el.classList.add(`status-${st.status}`);
         el.querySelector(".drawflow_content_node").append(...[
           h("span", { class: "node-title" }, `${start ? "▶ " : ""}${(b && b.title) || id}`),
           h("span", { class: "node-type" }, (b && b.title) ? `${type} · ${id}` : type),
           st && st.ms !== undefined ? h("span", { class: "node-ms" }, `${st.ms} ms`) : null,
-          bad.length ? h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, String(bad.length)) : null,
         ].filter(Boolean));
+        decorate(el, id, type, start, overlay);
         outs.forEach((o, i) => {
           const out = el.querySelector(`.output_${i + 1}`);
           if (out) { out.setAttribute("data-label", o.label); out.setAttribute("title", `${o.label}: drag to the next block`); }
@@ -219,6 +242,7 @@ export function createCanvas(container, options = {}) {
 
   return {
     render,
+    mark,
     zoom(dir) { if (dir > 0) editor.zoom_in(); else if (dir < 0) editor.zoom_out(); else editor.zoom_reset(); },
     fit: () => fitView(editor, surface),
     destroy() { editor.clear(); container.replaceChildren(); },

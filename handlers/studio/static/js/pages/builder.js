@@ -194,9 +194,13 @@ export async function builderPage(ctx, toolId, newName) {
     clear(inspector, h("h2", { id: "block-h" }, `Block ${selected} (${b.type})`), blockForm(formCtx(), selected),
       rw ? button("Delete block", () => edit((d) => removeBlock(d, selected), { form: true }), { class: "danger", "aria-label": `Delete block ${selected}` }) : null);
   }
+  function markCanvas() {
+    canvas.mark({ problems: byBlock(allProblems().problems), selected });
+  }
   function select(id) {
     selected = id;
     renderForm();
+    markCanvas(); // the chosen node stands out, drawn where it is
     const first = inspector.querySelector("input:not([readonly]), select, textarea");
     if (first && rw) first.focus({ preventScroll: false });
   }
@@ -289,7 +293,9 @@ export async function builderPage(ctx, toolId, newName) {
       if (seq !== checkSeq || !(err instanceof ApiError)) return;
       serverProblems = err.problems.length ? err.problems : [{ path: "$", message: err.message }];
     }
-    drawCanvas();
+    // The nodes on screen show this very definition (a newer edit would have a newer seq):
+    // marked in place, not redrawn, so a node being dragged stays in the hand.
+    markCanvas();
     renderProblems();
     if (!inspector.contains(document.activeElement)) renderForm();
   }
@@ -427,7 +433,7 @@ export async function builderPage(ctx, toolId, newName) {
     try { const r = await fn(); publishOut.replaceChildren(h("p", { class: "ok", role: "status" }, done(r))); }
     catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      if (err.problems.length) { serverProblems = err.problems; renderProblems(); drawCanvas(); }
+      if (err.problems.length) { serverProblems = err.problems; renderProblems(); markCanvas(); }
       publishOut.replaceChildren(refusal(err));
     }
   }
