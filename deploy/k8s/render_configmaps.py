@@ -81,7 +81,11 @@ spec:
 STEP_TRIGGER = """\
     - type: redis-streams
       authenticationRef: {{name: chatflow-valkey}}
-      metadata: {{address: valkey.chatflow.svc:6379, stream: "{stream}", consumerGroup: {group}, lagCount: "400"}}
+      metadata:
+        address: valkey.chatflow.svc:6379
+        stream: "{stream}"
+        consumerGroup: {group}
+        lagCount: "400"
 """
 
 
