@@ -200,6 +200,14 @@ async def test_a_shape_checks_answer_marks_the_nodes_in_place_and_a_node_being_d
     positions = (await definition(page))["meta"]["positions"]
     assert positions["a"]["y"] > positions["b"]["y"]
 
+    # Selecting a block marks it on the canvas (and only it), the node drawn where it was.
+    await node(page, "b").evaluate("e => { e.dataset.probe = 'drawn once'; }")
+    await node(page, "b").click()
+    await expect(form(page, "b")).to_be_visible()
+    await expect(canvas(page).get_by_role("button", pressed=True)).to_have_attribute(
+        "aria-label", re.compile(r"^block b "))
+    assert await node(page, "b").get_attribute("data-probe") == "drawn once"
+
 
 async def test_layout_places_a_tool_made_over_the_api_and_every_block_is_in_view(studio: Studio) -> None:
     page = studio.page

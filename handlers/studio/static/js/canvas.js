@@ -129,6 +129,7 @@ export function createCanvas(container, options = {}) {
       `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${st.status}` : ""}`);
     el.classList.toggle("problem", bad.length > 0);
     el.classList.toggle("chosen", overlay.selected === id);
+    el.setAttribute("aria-pressed", String(overlay.selected === id)); // the open block, for a screen reader too
     const content = el.querySelector(".drawflow_content_node");
     for (const old of content.querySelectorAll(".node-badge")) old.remove();
     if (bad.length) content.append(h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, String(bad.length)));

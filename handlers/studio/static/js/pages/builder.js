@@ -257,6 +257,7 @@ export async function builderPage(ctx, toolId, newName) {
     }, { form: true });
     selected = to;
     renderForm();
+    markCanvas();
   }
 
   function addBlock(type) {
