@@ -115,6 +115,9 @@ async def test_a_user_who_knows_a_contact_and_a_time_finds_the_failed_run_and_fo
 
     await drawing.get_by_role("button", name=re.compile(r"^block fetch ")).click()
     block = page.get_by_role("region", name="Block fetch")
+    # Marked in place, its run's status and duration still in its name.
+    await expect(drawing.get_by_role("button", pressed=True)).to_have_attribute(
+        "aria-label", re.compile(r"^block fetch \(httpCall\), error, \d+ ms$"))
     for text in ("GET", f"{url}/orders/bad", "500", "http_status", '"oid": "bad"'):
         await expect(block).to_contain_text(text)
     assert SECRET not in await page.content()  # the Authorization header's value, masked

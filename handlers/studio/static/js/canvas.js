@@ -52,7 +52,8 @@ function exitName(target) {
  * createCanvas(container, options) → { render(def, overlay), mark(overlay), zoom(dir), fit(), destroy() }
  * options: editable; onSelect(blockId|null); onConnect(fromId, port, target);
  * onDisconnect(fromId, port); onMove(blockId, {x, y}); onDelete(blockId).
- * overlay: problems (Map blockId → messages), selected, status ({blockId: {status, ms}}), path ([blockIds]).
+ * overlay: problems (Map blockId → messages), selected, status ({blockId: {status, ms}}: a run's; a
+ * block without one did not run), path ([blockIds]).
  */
 export function createCanvas(container, options = {}) {
   const Drawflow = globalThis.Drawflow;
@@ -121,12 +122,15 @@ export function createCanvas(container, options = {}) {
     conn.append(t);
   }
 
-  // A block node's name, problem badge and selection: all that a shape check's answer can change.
+  // A block node's name, problem badge, selection and (on a run) whether it ran: all that
+  // `mark` may change on a node as drawn.
   function decorate(el, id, type, start, overlay) {
     const bad = (overlay.problems || new Map()).get(id) || [];
     const st = (overlay.status || {})[id];
+    const ran = st ? `, ${st.status}${st.ms !== undefined ? `, ${st.ms} ms` : ""}` : "";
     el.setAttribute("aria-label",
-      `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${st.status}` : ""}`);
+      `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${ran}`);
+    el.classList.toggle("not-run", Boolean(overlay.status) && !st); // a run's block it never reached
     el.classList.toggle("problem", bad.length > 0);
     el.classList.toggle("chosen", overlay.selected === id);
     el.setAttribute("aria-pressed", String(overlay.selected === id)); // the open block, for a screen reader too
@@ -138,7 +142,8 @@ export function createCanvas(container, options = {}) {
   let drawn = null; // the definition the nodes on screen show
   /**
    * New problems and selection for the definition already drawn, on its nodes as they are: a
-   * shape check answers while the mouse may be dragging one, and a redraw would drop it.
+   * shape check answers while the mouse may be dragging one, and a redraw would drop it (and,
+   * on a run's drawing, the user's pan and zoom).
    */
   function mark(overlay = {}) {
     if (!drawn) return;
@@ -275,11 +280,6 @@ export function runOverlay(steps) {
 export function showRun(container, def, status = {}, path = [], options = {}) {
   const c = createCanvas(container, { editable: false, onSelect: options.onSelect });
   c.render(def, { status, path, selected: options.selected });
-  for (const el of container.querySelectorAll(".drawflow-node[data-block]")) {
-    const st = status[el.getAttribute("data-block")];
-    if (!st) { el.classList.add("not-run"); continue; }
-    el.setAttribute("aria-label", `${el.getAttribute("aria-label")}, ${st.ms} ms`);
-  }
   const last = path[path.length - 1];
   if (last !== undefined && options.lastExit) {
     for (const conn of container.querySelectorAll("svg.connection[data-to=\"exit\"]")) {

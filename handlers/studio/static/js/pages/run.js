@@ -210,9 +210,7 @@ async function runView(ctx, executionId) {
   view.draw = () => {
     if (!def) return;
     drawn = showRun(canvasBox, def, status, path, { lastExit, onSelect: (id) => {
-      // Marked in place: drawing again would lose the user's pan and zoom.
-      for (const n of canvasBox.querySelectorAll(".drawflow-node.chosen")) n.classList.remove("chosen");
-      canvasBox.querySelector(`.drawflow-node[data-block="${CSS.escape(id)}"]`)?.classList.add("chosen");
+      drawn.mark({ status, selected: id }); // in place: drawing again would lose pan and zoom
       place.replaceChildren(nodeDetail(ctx, view, id));
     } });
   };
