@@ -72,8 +72,13 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
                              str(running.api_port)], cwd=running.cwd, env=running.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr or []],
-                     daemon=True).start()
+
+    def read() -> None:  # every line is kept, after start-up too: failures quote them
+        for line in proc.stderr or []:
+            running.lines.append(line)
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
     try:
         waiting = {"worker started", "API on http://"}
         while waiting:
@@ -81,7 +86,6 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
                 line = lines.get(timeout=90)
             except queue.Empty:
                 pytest.fail("chatflow up did not start in 90 s:\n" + "".join(running.lines[-20:]))
-            running.lines.append(line)
             waiting = {w for w in waiting if w not in line}
         yield running
     finally:
@@ -190,8 +194,11 @@ def test_the_readme_producer_example_works_word_for_word_against_up(up: Up) -> N
             lines += list(flatten(client.execute_command(*args[3:])))
         client.close()
     results = [json.loads(line) for line in lines if line.startswith("{")]
-    (answer,) = [r for r in results if r.get("commandId") == "cmd-42"]
-    assert answer["ok"] is True and answer["result"] == "Olá, Ana!"
+    answers = [r for r in results if r.get("commandId") == "cmd-42"]
+    # What the README's commands printed and what `chatflow up` logged, should this fail.
+    told = f"the commands printed {lines!r}; chatflow up logged:\n{''.join(up.lines[-30:])}"
+    assert len(answers) == 1, told
+    assert answers[0]["ok"] is True and answers[0]["result"] == "Olá, Ana!", told
 
 
 def flatten(reply: object) -> Iterator[str]:
