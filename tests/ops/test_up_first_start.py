@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,11 +174,11 @@ def test_the_readme_producer_example_works_word_for_word_against_up(up: Up) -> N
         lines = []
         for command in commands:
             if " XREAD " in command:
-                # The README blocks 5 s; a loaded machine may answer later: wait for the
-                # result here (an event, not a sleep), then run its line as written.
-                waiting = redis.Redis.from_url(up.url)
-                assert waiting.xread({"stream:tool-results": "0"}, block=60_000, count=1)
-                waiting.close()
+                # The README blocks 5 s; a loaded machine may answer later: wait for this
+                # command's result (an event, not a sleep), then run its line as written.
+                # Not just any entry: another test on this `up` (the MCP one) may have
+                # answered first, and XREAD from 0 returns at once what is there.
+                assert answered(up.url, "cmd-42", timeout_s=60), "no result for cmd-42 in 60 s"
             run = subprocess.run(["bash", "-c", f"set -e\n{export}\n{command}"], cwd=up.cwd,
                                  capture_output=True, text=True, timeout=PRODUCER_TIMEOUT_S,
                                  env=env)
@@ -199,6 +200,23 @@ def test_the_readme_producer_example_works_word_for_word_against_up(up: Up) -> N
     told = f"the commands printed {lines!r}; chatflow up logged:\n{''.join(up.lines[-30:])}"
     assert len(answers) == 1, told
     assert answers[0]["ok"] is True and answers[0]["result"] == "Olá, Ana!", told
+
+
+def answered(url: str, command_id: str, timeout_s: float) -> bool:
+    """Whether stream:tool-results holds a result for ``command_id`` within ``timeout_s``."""
+    client = redis.Redis.from_url(url)
+    deadline, cursor = time.monotonic() + timeout_s, "0"
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            reply = client.xread({"stream:tool-results": cursor}, block=max(1, int(left * 1000)))
+            for _stream, entries in reply or []:
+                for entry_id, fields in entries:
+                    cursor = entry_id
+                    if json.loads(fields[b"data"]).get("commandId") == command_id:
+                        return True
+        return False
+    finally:
+        client.close()
 
 
 def flatten(reply: object) -> Iterator[str]:
