@@ -94,8 +94,9 @@ class Machine:
                       for m in cmd.action.inputVariables}
         except RenderTooLarge as exc:  # an input bomb: this command's error, not the batch's
             inputs, published = {}, ToolFailure("render_too_large", f"inputVariables: {exc}")
+        workspace = "default" if isinstance(published, ToolFailure) else published.workspace
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
-                        ctx.variables, context, now)
+                        ctx.variables, context, now, workspace)
         pt = cmd.action.publishedToolId
         # Positional, in field order (see ExecState): msgspec matches a keyword against
         # every field name, which costs four times the struct itself for this many fields.

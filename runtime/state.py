@@ -23,8 +23,14 @@ class Frame(msgspec.Struct, frozen=True):
     startedMs: int
 
 
-class RootInfo(msgspec.Struct, frozen=True):
-    """What the root needs to answer its command; copied into every execution of the tree."""
+class RootInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the root needs to answer its command; copied into every execution of the tree.
+
+    ``workspace`` is fixed when the tree starts (the root tool's, or the caller's key's for a
+    test run or a fork) and every lookup a block makes resolves inside it
+    (docs/security.md). Left out of the encoded state when it is ``default``, so a tree of
+    the default workspace writes no byte more than before workspaces travelled with it.
+    """
 
     commandId: str
     action: ExecuteToolAction
@@ -34,6 +40,7 @@ class RootInfo(msgspec.Struct, frozen=True):
     sessionVariables: dict[str, Any]
     context: dict[str, Any]
     startedMs: int
+    workspace: str = "default"
 
 
 class ExecState(msgspec.Struct):

@@ -235,12 +235,16 @@ class ToolDefinition(_Model):
 
 
 class PublishedTool(_Model):
-    """The value of ``tool:{publishedToolId}``."""
+    """The value of ``tool:{publishedToolId}``.
+
+    ``workspace``: the workspace that owns the tool (the registry writes it; a record set by
+    hand without it belongs to ``default``). A tree started on this tool runs in it."""
 
     id: str
     toolId: str
     name: str = ""
     definition: ToolDefinition
+    workspace: str = "default"
 
 
 def format_validation_error(exc: ValidationError) -> list[str]:

@@ -54,7 +54,7 @@ def published_record(tool: Record) -> Record | None:
     if not published or tool.get("deletedAt") or tool.get("kind") == "native":
         return None
     return {"id": published["id"], "toolId": tool["id"], "name": published.get("name", ""),
-            "definition": published["definition"]}
+            "definition": published["definition"], "workspace": workspace_of(tool)}
 
 
 def _masked_headers(headers: list[Record]) -> list[Record]:

@@ -40,7 +40,7 @@ async def test_the_published_examples_are_listed_by_the_api_under_their_fixed_id
     for pt, example in shipped.items():
         record = await api.get_key(api.keys.tool(pt))
         assert record == {"id": pt, "toolId": example.tool_id, "name": example.name,
-                          "definition": example.definition}
+                          "definition": example.definition, "workspace": "default"}
 
 
 async def test_a_worker_runs_an_example_published_through_the_registry(

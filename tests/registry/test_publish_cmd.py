@@ -79,7 +79,8 @@ async def test_a_published_file_is_listed_by_the_api_and_its_key_holds_the_file(
     assert [(t["id"], t["publishedToolId"], t["status"]) for t in listed] == [
         ("t-hello", "pt-hello", "published")]
     assert await api.get_key(api.keys.tool("pt-hello")) == {
-        "id": "pt-hello", "toolId": "t-hello", "name": "Hello", "definition": returning("hi")}
+        "id": "pt-hello", "toolId": "t-hello", "name": "Hello", "definition": returning("hi"),
+        "workspace": "default"}
 
 
 async def test_a_registry_rebuild_keeps_the_key_of_a_published_file(

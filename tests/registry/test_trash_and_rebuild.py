@@ -16,7 +16,7 @@ async def test_publishing_writes_the_published_tool_under_its_own_id_with_no_ttl
     pt = await published(api, "t-pub", returning("hello"))
     record = await api.get_key(api.keys.tool(pt))
     assert record == {"id": pt, "toolId": "t-pub", "name": "t-pub",
-                      "definition": returning("hello")}
+                      "definition": returning("hello"), "workspace": "default"}
     assert await api.client.ttl(api.keys.tool(pt)) == -1
 
 
