@@ -15,20 +15,12 @@ from redis.asyncio.cluster import RedisCluster
 from chatflow.schemas.keys import PublicKeys
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
-from .errors import ChatflowAgentError
+from .errors import ResultTimeout, RuntimeUnavailable
 
 Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the few commands used here
 Decoded = Any
 
 _result = msgspec.json.Decoder(ToolResult)
-
-
-class RuntimeUnavailable(ChatflowAgentError):
-    """Raised when the runtime's Redis URL is not a Redis URL."""
-
-
-class ResultTimeout(TimeoutError):
-    """Raised when the answer does not arrive on its reply stream in time."""
 
 
 CLIENT_NAME = "chatflow-agent"  # how the SDK's connections show in CLIENT LIST

@@ -35,8 +35,8 @@ from chatflow.schemas.native import NativeCall, NativeResult
 from chatflow.schemas.wire import ExecuteToolCommand
 
 from .core.contracts import AgentTool
-from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
-from .runtime_client import Client, ResultTimeout, execute, last_id, make_client, wait_for
+from .errors import ChatflowAgentError, ResultTimeout, ToolExecutionError, ToolSchemaError
+from .runtime_client import Client, execute, last_id, make_client, wait_for
 from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec, native_spec
 from .schema.declarations import ProviderDeclarations
 from .tools import Tool

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import ToolFailure
+from .errors import ErrorCode, ToolFailure
 from .state import LogEntry
 
 TOOL_TIMEOUT_MS = 30_000
@@ -49,9 +49,7 @@ def json_size(value: Any) -> int:
 
 
 def script_result_too_large(size: int, cap: int) -> ToolFailure:
-    return ToolFailure("script_result_too_large",
-                       f"script result of {size} bytes exceeds the limit of {cap} bytes "
-                       "(script_result_max_bytes): return less, or raise the limit")
+    return ErrorCode.SCRIPT_RESULT_TOO_LARGE.failure(size=size, cap=cap)
 
 
 def variables_over(variables: Mapping[str, Any], writes: Mapping[str, Any],
@@ -66,10 +64,7 @@ def variables_too_large(size: int, cap: int) -> ToolFailure | None:
     """``variables_too_large`` when variables of ``size`` JSON bytes exceed ``cap``."""
     if size <= cap:
         return None
-    return ToolFailure("variables_too_large",
-                       f"the execution's variables would take {size} bytes, over the limit of "
-                       f"{cap} bytes (variables_max_bytes): keep less in variables, or raise "
-                       "the limit")
+    return ErrorCode.VARIABLES_TOO_LARGE.failure(size=size, cap=cap)
 
 
 def loggable(value: Any, cap: int) -> Any:

@@ -7,6 +7,7 @@ as the seed's TypeScript spells them.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,7 +56,10 @@ class ExecuteToolCommand(msgspec.Struct, frozen=True):
     replyTo: str | None = None
 
 
-class ToolError(msgspec.Struct, frozen=True):
+class ErrorInfo(msgspec.Struct, frozen=True):
+    """A result's ``error``: a stable snake_case ``code`` (a row of
+    ``chatflow.runtime.errors.ErrorCode``) and its ``message``."""
+
     code: str
     message: str
 
@@ -67,7 +71,7 @@ class ToolResult(msgspec.Struct, frozen=True):
     result: str
     variables: dict[str, Any]
     next: Next
-    error: ToolError | None
+    error: ErrorInfo | None
     durationMs: int
     errorMessage: str | None = None
     executionId: str | None = None
@@ -142,3 +146,17 @@ class DeadLetter(msgspec.Struct, frozen=True):
 
 
 encoder = msgspec.json.Encoder()
+
+
+# Names kept for one release: importing one warns and gives the new type. ``ToolError`` was
+# this module's name for ErrorInfo; it is the SDK's exception (chatflow_agent.errors) now.
+_DEPRECATED = {"ToolError": "ErrorInfo"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        warnings.warn(f"chatflow.schemas.wire.{name} is now {new}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

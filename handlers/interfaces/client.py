@@ -13,15 +13,12 @@ import msgspec
 
 from chatflow.runtime.state import LogEntry, decode_log
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow_agent.errors import ResultTimeout
 
 from ..keys import Keys
 from ..redis_client import Client
 
 _result = msgspec.json.Decoder(ToolResult)
-
-
-class ResultTimeout(TimeoutError):
-    """Raised when results do not arrive on the reply stream in time."""
 
 
 async def last_id(client: Client, stream: str) -> bytes:
