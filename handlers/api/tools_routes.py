@@ -14,9 +14,9 @@ from chatflow.runtime.registry.validation import foreign_references
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool
 
+from ..projections.metrics import tool_metrics
 from ..registry.errors import Invalid
 from ..registry.inline import single_block_definition
-from ..registry.metrics import tool_metrics
 from ..registry.models import ToolCreate, ToolPatch, VersionIn
 from ..registry.tools import get_tool
 from .auth import Caller, Writer

@@ -30,13 +30,12 @@ from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow_agent.runtime_client import RESULT
 
 from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
-
-_result = msgspec.json.Decoder(ToolResult)
 
 
 def now_ms() -> int:
@@ -140,7 +139,7 @@ class InlineRunner:
             run.trace.extend(t.log)
             for emit in t.emits:
                 if emit.kind == "result":
-                    run.result = _result.decode(emit.data)
+                    run.result = RESULT.decode(emit.data)
                 elif emit.kind == "execution":
                     run.executions.append(emit.data)
             return t.finishes_root
