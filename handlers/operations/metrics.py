@@ -37,6 +37,9 @@ from prometheus_client.core import CounterMetricFamily
 
 from chatflow.schemas.wire import LlmUsageEvent
 
+from ..keys import Keys
+from ..redis_client import Client
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
@@ -376,7 +379,7 @@ def exposition() -> bytes:
     return generate_latest(REGISTRY)
 
 
-async def refresh_streams(client: Any, keys: Any) -> None:
+async def refresh_streams(client: Client, keys: Keys) -> None:
     """Read XINFO GROUPS / XLEN of every stream the runtime consumes into the stream gauges.
 
     Labels use the logical name (``steps:3``, not the prefixed key), so they stay bounded.
