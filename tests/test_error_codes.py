@@ -142,3 +142,15 @@ def test_one_root_per_side_and_no_error_name_used_twice() -> None:
     outside, reused = ast.literal_eval(run.stdout.strip().splitlines()[-1])
     assert outside == [], "derive these from ChatflowError (runtime, handlers) or ChatflowAgentError"
     assert reused == [], "an exception's name is one class (and no other class of the tree)"
+
+
+def test_the_renamed_names_still_import_with_a_warning() -> None:
+    import chatflow_agent.errors as sdk_errors
+    from chatflow.schemas import wire
+
+    with pytest.warns(DeprecationWarning, match="ErrorInfo"):
+        assert wire.ToolError is wire.ErrorInfo
+    with pytest.warns(DeprecationWarning, match="SettingsError"):
+        assert sdk_errors.ConfigurationError is sdk_errors.SettingsError
+    with pytest.raises(AttributeError):
+        _ = wire.NoSuchName
