@@ -102,7 +102,7 @@ class ErrorCode(StrEnum):
         (Outbound's) relayed under this code, its text kept behind the block's prefix."""
         return ToolFailure(self._value_, message, fatal=self.fatal)
 
-    # -- the seed's table (docs/spec.md), messages verbatim ------------------------------
+    # -- the contract's table (docs/spec.md), messages verbatim --------------------------
     TOOL_NOT_FOUND = Row(
         "tool_not_found", "tool não encontrada: publishedToolId={pt}",
         "Raised when tool:{publishedToolId} does not exist.")
@@ -326,7 +326,7 @@ class ErrorCode(StrEnum):
         "media_unreachable", "fetchMedia: {cause}", "Raised when the media cannot be reached.")
 
 
-# The seed's rows by name, for the places that raise them.
+# The contract's rows by name, for the places that raise them.
 
 def tool_not_found(pt: str) -> ToolFailure:
     return ErrorCode.TOOL_NOT_FOUND.failure(pt=pt)

@@ -1,4 +1,5 @@
-"""The seed's guardrails. Defaults match the seed; each is configurable via Limits.
+"""The runtime's guardrails: by default a 30 s deadline for the whole tree, 50 hops and depth
+5 (the contract's error texts name them, docs/spec.md); each is configurable via Limits.
 
 Also the bounds on what one execution stores (docs/security.md, "What an execution
 stores"): its variables, a script's result, and each value the event log records.

@@ -2,7 +2,7 @@
 
 Every entry the runtime writes to a public stream has one field, ``data``,
 holding UTF-8 JSON of one of these structs (SPEC). Names are camelCase exactly
-as the seed's TypeScript spells them.
+as the contract's TypeScript types spell them (docs/spec.md).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class ToolResult(msgspec.Struct, frozen=True):
 
 
 class ToolExecutionStreamEvent(msgspec.Struct, frozen=True):
-    """One per tool run, nested ones included (seed: stream:tool-executions)."""
+    """One per tool run, nested ones included, on stream:tool-executions (docs/spec.md)."""
 
     toolId: str
     publishedToolId: str

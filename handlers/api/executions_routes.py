@@ -84,7 +84,7 @@ def _owner(svc: Services, workspace: str) -> Any:
         published = tool.get("publishedTool")
         if isinstance(published, dict) and isinstance(published.get("id"), str):
             owners[published["id"]] = workspace_of(tool)
-        # The builder's test runs of this tool (handlers/history/test_runs.py).
+        # The builder's test runs of this tool (handlers/history/builder_runs.py).
         owners[f"test-{tool_id}"] = workspace_of(tool)
     return Owner(workspace, owners)
 

@@ -105,7 +105,7 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
     costs the link, never the test run's answer."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from ..history.test_runs import record_test_run
+    from ..history.builder_runs import record_test_run
 
     tool = svc.registry.state.tools.get(tool_id) if tool_id else None
     if svc.history is None or tool is None or workspace_of(tool) != workspace:

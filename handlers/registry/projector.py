@@ -82,7 +82,7 @@ class Projector:
         k = self.keys
         tool = state.tools.get(tool_id)
         if tool_id not in state.published:
-            # The key an older publisher wrote under Tool.id (seed: legacy cache entry).
+            # The key an older publisher wrote under Tool.id (a legacy cache entry).
             pipe.delete(k.tool(tool_id))
         if tool is None:
             pipe.hdel(k.registry_view("tools"), tool_id)

@@ -210,7 +210,7 @@ def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
     tool = s.tools.get(e["id"])
     if tool is None:
         return set()
-    refs = _tool_refs(s, tool)  # read the links before they go (seed: "lidos antes do delete")
+    refs = _tool_refs(s, tool)  # read the links before they go: the delete removes them
     del s.tools[e["id"]]
     pt = (tool.get("publishedTool") or {}).get("id")
     if pt:

@@ -125,7 +125,7 @@ def credential_cache(cred: Record, decrypt: Decrypt) -> Record:
 
 
 def agent_cache(state: RegistryState, agent_id: str) -> Record | None:
-    """The agent's tools, trash filtered out (seed: populateAiAgentCache)."""
+    """The agent's tools, trash filtered out: what an agent's cache entry lists."""
     tool_ids = state.agents.get(agent_id)
     if not tool_ids:
         return None
@@ -152,7 +152,8 @@ def agent_tool(tool: Record) -> Record:
 
 
 def function_description(tool_description: str | None, definition: Record) -> str:
-    """Seed "Descrição": definition.description, else Tool.description, plus returnDescription."""
+    """A tool's description for a model: definition.description, else Tool.description, plus
+    returnDescription (one fallback, docs/agents.md)."""
     text = definition.get("description") or tool_description or ""
     if definition.get("returnDescription"):
         text = f"{text} {definition['returnDescription']}".strip()
