@@ -92,7 +92,7 @@ async def debug_frames(svc: Services, stream: str, cursor: str,
                        workspace: str) -> AsyncIterator[str]:
     """The stream's entries after ``cursor``; another workspace's events are left out (a
     contact talks to every workspace's tools), but their ids still advance the client."""
-    visible = scope.DebugScope(svc.client, svc.keys, svc.registry, workspace)
+    visible = scope.DebugScope(workspace)
     if cursor == "$":
         # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
         last = await svc.client.xrevrange(stream, count=1)
@@ -107,7 +107,7 @@ async def debug_frames(svc: Services, stream: str, cursor: str,
             for raw_id, fields in entries:
                 cursor = raw_id.decode()
                 data = fields.get(b"data", b"{}")
-                if await visible.allows(data):
+                if visible.allows(data):
                     yield sse_frame(cursor, data)
                 else:
                     yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
