@@ -24,6 +24,17 @@ from chatflow.schemas.keys import (
 # named here so a worker without a history need not import SQLAlchemy to know it.
 HISTORY_GROUP = "chatflow-history"
 
+# A fork's published record is ``tool:fork:<publishedToolId>:<id>`` (handlers/history/fork.py):
+# runs of it count, in the metrics and the history, under the tool it forked.
+FORK_PREFIX = "fork:"
+
+
+def origin_of(published_tool_id: str) -> str:
+    """The publishedToolId a fork's tool was made from (itself for any other tool)."""
+    if published_tool_id.startswith(FORK_PREFIX):
+        return published_tool_id[len(FORK_PREFIX):].rsplit(":", 1)[0]
+    return published_tool_id
+
 
 @dataclass(frozen=True, slots=True)
 class Keys(PublicKeys):

@@ -152,6 +152,9 @@ class Settings(BaseSettings):
     # Limits and exposure of the HTTP API (docs/security.md)
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     api_max_json_depth: int = Field(default=64, ge=4, le=1000)
+    # The largest definition a test run or a fork may run, JSON bytes (a fork's is stored with
+    # its runs in the history until they are pruned).
+    definition_max_bytes: int = Field(default=256 * 1024, ge=1024)
     # Host headers the API answers (Starlette TrustedHostMiddleware): comma-separated names,
     # "*.example.com" for subdomains; "*" answers any (behind a proxy, set the public name).
     api_allowed_hosts: str = "*"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from fastapi import Depends
 
 from chatflow.runtime.errors import ToolFailure
@@ -58,6 +59,7 @@ def problems_of(svc: Services, grant: Grant, raw: Any) -> tuple[ToolDefinition |
     """``raw`` parsed, and every problem by JSON path (``definition.…``): its shape, and every
     callTool, callEndpoint or callAI that does not resolve in the grant's workspace. The
     caller has caught the registry up."""
+    oversized(svc, raw)
     parsed, problems = parse_definition(raw)
     problems = [f"definition.{p}" for p in problems]
     if parsed is not None:
@@ -65,10 +67,20 @@ def problems_of(svc: Services, grant: Grant, raw: Any) -> tuple[ToolDefinition |
     return parsed, problems
 
 
+def oversized(svc: Services, raw: Any) -> None:
+    """A 400 for a definition over ``CHATFLOW_DEFINITION_MAX_BYTES``."""
+    size = len(msgspec.json.encode(raw))
+    cap = svc.settings.definition_max_bytes
+    if size > cap:
+        raise Invalid(f"definition: {size} bytes of JSON, over the {cap} that "
+                      "CHATFLOW_DEFINITION_MAX_BYTES allows", code="definition_too_large")
+
+
 def refuse_unresolved_references(svc: Services, grant: Grant, raw: Any) -> None:
     """A 400 naming every callTool, callEndpoint or callAI of ``raw`` that does not resolve in
     the grant's workspace; a definition whose shape is wrong is left to its caller's own
     check (a fork names a block the definition lacks more usefully than its parser)."""
+    oversized(svc, raw)
     parsed, _shape = parse_definition(raw)
     problems = unresolved(svc, grant, parsed) if parsed is not None else []
     if problems:

@@ -26,12 +26,11 @@ import msgspec
 from chatflow.runtime.errors import ChatflowError
 from chatflow.schemas.wire import ExecuteToolCommand
 
-from ..keys import Keys
+from ..keys import FORK_PREFIX, Keys, origin_of
 from ..redaction import MASK
 from ..redis_client import Client
 from ..registry.scope import Grant
 
-FORK_PREFIX = "fork:"
 MAX_NAMED = 10  # masked places named in one refusal; the rest are counted
 
 
@@ -110,13 +109,6 @@ def refuse_masked(variables: dict[str, Any], definition: dict[str, Any] | None,
                 f"(blocks {_named(blocks)}): fork with `definition` \"draft\" (the tool's "
                 "current draft) or a JSON definition that carries them",
                 code="fork_needs_secrets")
-
-
-def origin_of(published_tool_id: str) -> str:
-    """The publishedToolId a fork's tool was made from (itself for any other tool)."""
-    if published_tool_id.startswith(FORK_PREFIX):
-        return published_tool_id[len(FORK_PREFIX):].rsplit(":", 1)[0]
-    return published_tool_id
 
 
 def variables_at(steps: list[dict[str, Any]], block_id: str) -> dict[str, Any]:
