@@ -41,6 +41,14 @@ class Keys(PublicKeys):
     partitions: int = 4
 
     # -- access control (docs/security.md) ----------------------------------------
+    def held_by_key(self, key_id: str) -> str:
+        """Zset of the long requests one API key holds (lease id -> expiry ms;
+        handlers/api/held.py). One hash tag for all, so one script counts both caps."""
+        return f"{self.prefix}{{held}}:key:{key_id}"
+
+    def held_by_workspace(self, workspace: str) -> str:
+        return f"{self.prefix}{{held}}:ws:{workspace}"
+
     def api_key(self, key_id: str) -> str:
         """Hash of one API key: its SHA-256, workspace, role, name, times; never the token."""
         return f"{self.prefix}apikey:{key_id}"

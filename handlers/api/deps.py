@@ -17,6 +17,7 @@ from ..registry.inline import InlineRunner
 from ..registry.servers import CredentialOps, ServerOps
 from ..registry.tools import ToolOps
 from ..settings import Settings
+from .held import HeldConnections
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Services:
     servers: ServerOps
     credentials: CredentialOps
     inline: InlineRunner
+    held: HeldConnections
     history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
@@ -45,10 +47,12 @@ class Services:
             history = engine_for(settings.history_url)
         return cls(settings, client, keys, http, registry, ToolOps(registry),
                    ServerOps(registry, http, limits), CredentialOps(registry),
-                   InlineRunner(settings, client, keys, http), history)
+                   InlineRunner(settings, client, keys, http),
+                   HeldConnections(settings, keys, client), history)
 
     async def close(self) -> None:
         self.inline.close()
+        await self.held.aclose()
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()

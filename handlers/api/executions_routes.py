@@ -233,8 +233,9 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
     if not wait:
         return JSONResponse(started, status_code=202)
     timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
-    found = await wait_results(svc.client, fork.reply_to, {fork.command.commandId},
-                               after=b"0-0", timeout_s=timeout_s)
+    async with svc.held.hold(grant.actor, grant.workspace, for_ms=int(timeout_s * 1000)) as held:
+        found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
+                                   after=b"0-0", timeout_s=timeout_s)
     result = found[fork.command.commandId][0]
     if fork.reply_to != svc.keys.results:
         await svc.client.delete(fork.reply_to)  # private to this call

@@ -87,8 +87,9 @@ async def test_flow(svc: Svc, grant: Authorized, body: TestFlow) -> dict[str, An
         data["onboardingBlockId"] = body.startBlockId
     parsed = refuse_unresolved(svc, grant, data)
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
-    run = await svc.inline.run(published, grant=grant, inputs=body.inputs,
-                               variables=body.variables)
+    async with svc.held.hold(grant.actor, grant.workspace):
+        run = await svc.inline.run(published, grant=grant, inputs=body.inputs,
+                                   variables=body.variables)
     out = run.body()
     out["inHistory"] = await _keep_test_run(svc, grant.workspace, body.toolId, run)
     return out
@@ -124,7 +125,8 @@ async def test_block(svc: Svc, grant: Authorized, body: TestBlock) -> dict[str, 
         raise Invalid("the block cannot run", code="invalid_block",
                       problems=[p.replace(prefix, "block.", 1) for p in problems])
     published = PublishedTool(id="test-block", toolId="test-block", definition=parsed)
-    run = await svc.inline.run(published, grant=grant, inputs={}, variables=body.variables)
+    async with svc.held.hold(grant.actor, grant.workspace):
+        run = await svc.inline.run(published, grant=grant, inputs={}, variables=body.variables)
     return run.body()
 
 
