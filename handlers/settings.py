@@ -127,7 +127,9 @@ class Settings(BaseSettings):
     # up` sets it for its own SQLite file; elsewhere run `chatflow history upgrade`).
     history_auto_migrate: bool = False
     metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
-    metrics_host: str = "0.0.0.0"
+    # Where /metrics listens; empty: where the API listens (CHATFLOW_API_HOST, loopback by
+    # default), so a scrape port is never more exposed than the API unless asked.
+    metrics_host: str = ""
     metrics_max_tools: int = Field(default=50, ge=1, le=10_000)
     # fetchMedia / callAI (runtime/blocks/media.py, ai.py)
     graph_base_url: str = "https://graph.facebook.com"

@@ -43,12 +43,24 @@ def time_ms(value: str | None, name: str) -> int | None:
     if not value:
         return None
     if value.isdigit():
-        return int(value)
+        return in_range(int(value), name)
     try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError as exc:
+        ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except (ValueError, OverflowError) as exc:
         raise BadQuery(f"{name} {value!r}: expected epoch milliseconds or an ISO 8601 time "
                        "such as 2026-01-02T03:04:05Z") from exc
+    return in_range(ms, name)
+
+
+# Epoch milliseconds a filter may name: up to 2^53 - 1 (JavaScript's safe integers, year
+# 287396). Larger ones would overflow the database's BIGINT, and no run is that late.
+MAX_MS = 2**53 - 1
+
+
+def in_range(ms: int, name: str) -> int:
+    if not 0 <= ms <= MAX_MS:
+        raise BadQuery(f"{name} {ms}: epoch milliseconds from 0 to {MAX_MS}")
+    return ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +130,8 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         ms, _, exec_id = raw.partition(":")
-        return int(ms), exec_id
-    except (ValueError, UnicodeDecodeError) as exc:
+        return in_range(int(ms), "cursor"), exec_id
+    except (ValueError, UnicodeDecodeError, BadQuery) as exc:
         raise BadQuery(f"cursor {cursor[:40]!r} is not one this API returned: pass the "
                        "nextCursor of the previous page unchanged") from exc
 
