@@ -10,6 +10,7 @@ from fastapi import Request
 from chatflow.runtime.outbound import Outbound
 
 from ..keys import Keys
+from ..redaction import SecretIndex
 from ..redis_client import Client
 from ..registry import Registry
 from ..registry.crypto import SecretBox
@@ -32,6 +33,7 @@ class Services:
     credentials: CredentialOps
     inline: InlineRunner
     held: HeldConnections
+    secrets: SecretIndex
     history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
@@ -48,7 +50,7 @@ class Services:
         return cls(settings, client, keys, http, registry, ToolOps(registry),
                    ServerOps(registry, http, limits), CredentialOps(registry),
                    InlineRunner(settings, client, keys, http),
-                   HeldConnections(settings, keys, client), history)
+                   HeldConnections(settings, keys, client), SecretIndex(client, keys), history)
 
     async def close(self) -> None:
         self.inline.close()
