@@ -9,7 +9,6 @@ import builtins
 from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 import redis.asyncio as aioredis
@@ -19,6 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.masking import mask_url
 from chatflow_agent.runtime_client import Entry, Key, ProducerClient, StreamReply, Value
 
 __all__ = ["Client", "Entry", "Key", "Pipeline", "Script", "StreamReply", "Value"]
@@ -61,13 +61,27 @@ class Pipeline(Protocol):
 
     def hincrby(self, name: Key, key: Key, amount: int = 1) -> Pipeline: ...
 
+    def expire(self, name: Key, time: int) -> Pipeline: ...
+
+    def pexpire(self, name: Key, time: int) -> Pipeline: ...
+
     def sadd(self, name: Key, *values: Value) -> Pipeline: ...
+
+    def zadd(self, name: Key, mapping: Mapping[str, Value], xx: bool = False) -> Pipeline: ...
+
+    def zrem(self, name: Key, *values: Value) -> Pipeline: ...
 
     def zcard(self, name: Key) -> Pipeline: ...
 
     def zrange(self, name: Key, start: int, end: int, withscores: bool = False) -> Pipeline: ...
 
     def xlen(self, name: Key) -> Pipeline: ...
+
+    def xadd(self, name: Key, fields: Mapping[str, Value], id: Key = "*",
+             maxlen: int | None = None, approximate: bool = True) -> Pipeline: ...
+
+    def xtrim(self, name: Key, maxlen: int | None = None, approximate: bool = True,
+              minid: Key | None = None) -> Pipeline: ...
 
     def xrange(self, name: Key, min: Key = "-", max: Key = "+",
                count: int | None = None) -> Pipeline: ...
@@ -156,18 +170,9 @@ class Client(ProducerClient, Protocol):
     def pipeline(self, transaction: bool = True) -> Pipeline: ...
 
 
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (user name kept), for messages."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "<unparseable URL>"
-    if password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+# ``url`` with its password replaced by ``***`` (user name kept), for messages: the one
+# masking policy's (chatflow.runtime.masking).
+redact = mask_url
 
 
 class HiredisPacking:
