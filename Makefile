@@ -19,7 +19,7 @@ test-uvloop:
 	CHATFLOW_TEST_EVENT_LOOP=uvloop $(PY) -m pytest -q tests/core tests/robustness tests/security tests/sandbox
 
 lint:
-	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench examples deploy
+	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench examples deploy docs/hooks
 
 typecheck:
 	mkdir -p .typecheck/chatflow

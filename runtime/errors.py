@@ -5,12 +5,12 @@ SDK has its own root, ``chatflow_agent.errors.ChatflowAgentError``). A tool run 
 :class:`ToolFailure`, and every ToolFailure is made from a row of :class:`ErrorCode`: its stable
 snake_case ``code`` (a result's ``error.code``), whether it is ``fatal`` (it ends the whole
 callTool tree at once, whatever ``onError`` says on the way up) and its message template (the
-text of the contract in docs/spec.md, verbatim where its error table gives one). docs/errors.md
-lists the rows; ``tests/test_error_codes.py`` fails on a ToolFailure made from a literal code
-anywhere else, and on a row that page does not list.
+text of the contract in docs/spec.md, verbatim where its error table gives one). The docs
+site renders the rows into docs/errors.md; ``tests/test_error_codes.py`` fails on a
+ToolFailure made from a literal code anywhere else.
 
-Adding a code is one row: ``NAME = Row("code", "template with {fields}", when="...")``, then
-``raise ErrorCode.NAME.failure(field=...)`` where it happens.
+Adding a code is one row, and nothing else: ``NAME = Row("code", "template with {fields}",
+"Raised when ...")``, then ``raise ErrorCode.NAME.failure(field=...)`` where it happens.
 """
 
 from __future__ import annotations

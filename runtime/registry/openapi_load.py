@@ -37,7 +37,7 @@ class SpecLimits:
 
 
 class _Deadline(ChatflowError):
-    """Raised inside the composer when the time bound has passed."""
+    """Raised when the composer passes its time bound."""
 
 
 class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
