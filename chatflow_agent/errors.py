@@ -16,8 +16,9 @@ One root, each kind under it, each a "Raised when..." line (the runtime's own ro
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
+
+from chatflow.schemas.renamed import renamed
 
 
 class ChatflowAgentError(Exception):
@@ -99,16 +100,7 @@ class ResultTimeout(ChatflowAgentError, TimeoutError):
 
 
 # Names kept for one release: importing one warns and gives the new class.
-_DEPRECATED = {"ConfigurationError": "SettingsError"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
-        warnings.warn(f"chatflow_agent.errors.{name} is now {new}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(__name__, {"ConfigurationError": "SettingsError"}, globals())
 
 
 __all__ = [

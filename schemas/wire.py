@@ -7,11 +7,12 @@ as the contract's TypeScript types spell them (docs/spec.md).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
+
+from .renamed import renamed
 
 OnError = Literal["blocking", "continue"]
 Next = Literal["continue", "handoff", "defaultException"]
@@ -161,13 +162,4 @@ encoder = msgspec.json.Encoder()
 
 # Names kept for one release: importing one warns and gives the new type. ``ToolError`` was
 # this module's name for ErrorInfo; it is the SDK's exception (chatflow_agent.errors) now.
-_DEPRECATED = {"ToolError": "ErrorInfo"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        new = _DEPRECATED[name]
-        warnings.warn(f"chatflow.schemas.wire.{name} is now {new}", DeprecationWarning,
-                      stacklevel=2)
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed(__name__, {"ToolError": "ErrorInfo"}, globals())
