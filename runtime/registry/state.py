@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-# Re-exported: the registry's modules and the handlers import these two from here.
 from ..tenancy import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
 from ..tenancy import resolves
 from ..tenancy import workspace_of as workspace_of
