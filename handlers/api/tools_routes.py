@@ -35,6 +35,8 @@ class TestFlow(BaseModel):
     startBlockId: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
     variables: dict[str, Any] = Field(default_factory=dict)
+    # The contact the run is made for (and kept under in the run history); "inline" when absent.
+    contactId: str | None = Field(None, min_length=1, max_length=256)
 
 
 class TestBlock(BaseModel):
@@ -92,7 +94,8 @@ async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
         raise Invalid("the definition cannot run", code="invalid_definition",
                       problems=[f"definition.{p}" for p in problems])
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
-    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables)
+    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables,
+                               contact=body.contactId or "inline")
     out = run.body()
     out["inHistory"] = await _keep_test_run(svc, who.workspace, body.toolId, run)
     return out

@@ -73,19 +73,22 @@ def mount(app: FastAPI, base: str) -> None:
         return HTMLResponse(page, headers={k.decode(): v.decode()
                                            for k, v in security_headers(DOCS_CSP)})
 
+    # Routes of their own, outside the mounted files: each sends the Studio's headers itself.
+    studio_headers = {k.decode(): v.decode() for k, v in security_headers(STUDIO_CSP)}
+
     @app.get("/studio/config.json", include_in_schema=False)
     async def studio_config() -> JSONResponse:
-        return JSONResponse({"apiBase": base}, headers={"Cache-Control": "no-store"})
+        return JSONResponse({"apiBase": base}, headers={"Cache-Control": "no-store", **studio_headers})
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> FileResponse:
         # Browsers ask for /favicon.ico on any page the API serves; the Studio links its own.
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml",
-                            headers={"Cache-Control": "max-age=86400"})
+                            headers={"Cache-Control": "max-age=86400", **studio_headers})
 
     @app.get("/studio", include_in_schema=False)
     async def studio_slash() -> RedirectResponse:
-        return RedirectResponse("/studio/", status_code=308)
+        return RedirectResponse("/studio/", status_code=308, headers=studio_headers)
 
     # Gzip for whoever asks: the vendored editor and the modules shrink to about a third.
     files_app = GZipMiddleware(StaticFiles(directory=STATIC, html=True), minimum_size=512)
