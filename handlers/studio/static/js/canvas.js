@@ -140,26 +140,28 @@ function edgeLabel(conn, text, key) {
  * A block node's name, problem badge, selection and (on a run) whether it ran: all that
  * `mark` may change on a node as drawn. @param {HTMLElement} el @param {Overlay} overlay
  */
-function decorate(el, id, type, start, overlay) {
+function decorate(el, id, b, start, overlay) {
   const bad = (overlay.problems || new Map()).get(id) || [];
   const st = (overlay.status || {})[id];
-  const ran = st ? `, ${st.status}${st.ms !== undefined ? `, ${st.ms} ms` : ""}` : "";
-  el.setAttribute("aria-label",
-    `${start ? "start: " : ""}block ${id} (${type})${bad.length ? `, ${bad.length} problem(s)` : ""}${ran}`);
+  // The name holds what the node shows, in the same order (id, type, title, status), so voice
+  // control and a search by the visible text find it: "start: block s (executeScript) Greet, ok, 41 ms".
+  const title = b && b.title ? ` ${b.title}` : "";
+  el.setAttribute("aria-label", `${start ? "start: " : ""}block ${id} (${typeOf(b)})${title}`
+    + `${bad.length ? `, ${bad.length} problem(s)` : ""}${st ? `, ${ranText(st)}` : ""}`);
   el.classList.toggle("not-run", Boolean(overlay.status) && !st); // a run's block it never reached
   el.classList.toggle("problem", bad.length > 0);
   el.classList.toggle("chosen", overlay.selected === id);
   el.setAttribute("aria-pressed", String(overlay.selected === id)); // the open block, for a screen reader too
   const content = el.querySelector(".drawflow_content_node");
   for (const old of content.querySelectorAll(".node-badge")) old.remove();
-  if (bad.length) content.append(h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, String(bad.length)));
+  if (bad.length) content.append(h("span", { class: "node-badge", title: bad.join("\n"), "aria-hidden": "true" }, ` ${bad.length}`));
 }
 
 /** One block's node: its title, type, duration on a run, ports, and what a click or a key does. */
 function drawBlock(ctx, id, b, at, overlay) {
   const { editor, surface, drawn, options } = ctx;
   const outs = exitsOf(b);
-  const type = String((b && b.type) || "?");
+  const type = typeOf(b);
   const start = drawn.def.onboardingBlockId === id;
   const nid = editor.addNode(type, 1, outs.length, at.x, at.y, `block type-${token(type)}`, {}, "", false);
   drawn.byNode[nid] = { block: id };
@@ -171,8 +173,8 @@ function drawBlock(ctx, id, b, at, overlay) {
   el.setAttribute("role", "button");
   if (start) el.classList.add("start");
   if (st) el.classList.add(`status-${token(st.status)}`);
-  el.querySelector(".drawflow_content_node").append(...nodeText(id, b, type, start, st));
-  decorate(el, id, type, start, overlay);
+  el.querySelector(".drawflow_content_node").append(...nodeText(id, b, start, st));
+  decorate(el, id, b, start, overlay);
   outs.forEach((o, i) => {
     const out = el.querySelector(`.output_${i + 1}`);
     if (out) { out.setAttribute("data-label", o.label); out.setAttribute("title", `${o.label}: drag to the next block`); }
@@ -187,13 +189,19 @@ function drawBlock(ctx, id, b, at, overlay) {
   });
 }
 
-/** What a node shows: its title (or id), its type, and on a run its duration. */
-function nodeText(id, b, type, start, st) {
+const typeOf = (b) => String((b && b.type) || "?");
+
+/** A run's status of a block: "ok, 41 ms". */
+const ranText = (st) => `${st.status}${st.ms !== undefined ? `, ${st.ms} ms` : ""}`;
+
+/** What a node shows: its id, its type, its title, and on a run its status and duration (words, not only a colour). */
+function nodeText(id, b, start, st) {
   return [
-    h("span", { class: "node-title" }, `${start ? "▶ " : ""}${(b && b.title) || id}`),
-    h("span", { class: "node-type" }, (b && b.title) ? `${type} · ${id}` : type),
-    st && st.ms !== undefined ? h("span", { class: "node-ms" }, `${st.ms} ms`) : null,
-  ].filter(Boolean);
+    h("span", { class: "node-title" }, `${start ? "▶ " : ""}${id}`), " ",
+    h("span", { class: "node-type" }, `(${typeOf(b)})`),
+    b && b.title ? [" ", h("span", { class: "node-caption" }, b.title)] : [],
+    st ? [" ", h("span", { class: "node-ms" }, ranText(st))] : [],
+  ].flat();
 }
 
 /** Every edge of `id`: to its target block, or to a terminal exit node placed beside it. */
@@ -271,7 +279,7 @@ export function createCanvas(container, options = {}) {
     const blocks = blocksOf(drawn.def);
     for (const id of Object.keys(drawn.byBlock)) {
       const el = nodeOf(id);
-      if (el) decorate(el, id, String((blocks[id] && blocks[id].type) || "?"), drawn.def.onboardingBlockId === id, overlay);
+      if (el) decorate(el, id, blocks[id], drawn.def.onboardingBlockId === id, overlay);
     }
   }
 

@@ -31,5 +31,6 @@ export function palette({ store, schemas, ctx, rw }, canvas) {
   return h("section", { class: "palette", "aria-labelledby": "palette-h" },
     h("h2", { id: "palette-h" }, "Add block"),
     h("ul", {}, TYPES.map((t) => h("li", {},
-      button(`+ ${TYPE_NAMES[t]}`, () => add(t), { "aria-label": `Add ${t} block`, "data-type": t })))));
+      // The name starts with what the button shows ("+" aside), then says what it adds.
+      button(`+ ${TYPE_NAMES[t]}`, () => add(t), { "aria-label": `${TYPE_NAMES[t]}: add ${t} block`, "data-type": t })))));
 }
