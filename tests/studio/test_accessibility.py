@@ -76,12 +76,14 @@ async def test_no_studio_page_has_a_serious_accessibility_violation(history_stud
     await audit.check("tools")
 
     await page.get_by_role("link", name="Greeter").click()
-    await page.get_by_role("group", name="Flow canvas").get_by_role("button", name=re.compile(r"block s ")).click()
+    flow = page.get_by_role("group", name="Flow canvas")
+    await flow.get_by_role("button", name=re.compile(r"block s ")).click()
     await expect(page.get_by_role("region", name="Block s")).to_be_visible()
     await page.get_by_label("Inputs (JSON)").fill('{"who": "Ana"}')
     await page.get_by_role("button", name="Run flow").click()
     await expect(page.get_by_role("list", name="Test trace")).to_be_visible()
-    await expect(page.get_by_role("group", name="Test run on the flow").locator("[data-block]")).to_have_count(2)
+    ran = page.get_by_role("group", name="Test run on the flow")
+    await expect(ran.locator("[data-block]")).to_have_count(2)
     await audit.check("builder with a block open and a test result")
 
     await page.get_by_role("link", name="Trash").click()

@@ -56,8 +56,8 @@ async def test_a_block_added_with_nothing_selected_lands_in_the_visible_canvas(s
     await page.get_by_role("button", name="Add return block").click()
     added, view = await node(page, "return1").bounding_box(), await canvas(page).bounding_box()
     assert added is not None and view is not None
-    assert view["x"] <= added["x"] and added["x"] + added["width"] <= view["x"] + view["width"], (added, view)
-    assert view["y"] <= added["y"] and added["y"] + added["height"] <= view["y"] + view["height"], (added, view)
+    for at, size in (("x", "width"), ("y", "height")):
+        assert view[at] <= added[at] and added[at] + added[size] <= view[at] + view[size], (added, view)
     positions = json.loads(await page.get_by_label("Definition (JSON)").input_value())["meta"]["positions"]
     mine = positions["return1"]
     assert all(abs(p["x"] - mine["x"]) >= 200 or abs(p["y"] - mine["y"]) >= 70
@@ -129,7 +129,8 @@ async def test_a_problem_inside_a_conditions_rule_focuses_that_rules_control(stu
         "onboardingBlockId": "a", "blocks": {
             "a": {"type": "executeScript", "id": "a", "source": "return 1", "outputVariable": "x",
                   "defaultOutput": {"type": "block", "blockId": "r"},
-                  "outputConditions": [{"id": "big", "logic": "and", "target": {"type": "block", "blockId": "r"},
+                  "outputConditions": [{"id": "big", "logic": "and",
+                                        "target": {"type": "block", "blockId": "r"},
                                         "rules": [{"variable": "x", "operator": "bogus", "value": "1"}]}]},
             "r": {"type": "return", "id": "r", "value": "{{x}}"}}}})
     await studio.sign_in()
@@ -155,7 +156,8 @@ async def test_a_tool_the_canvas_cannot_draw_shows_its_problem_on_its_page(studi
 async def test_the_test_panel_runs_for_a_contact_and_the_run_is_kept_under_it(history_studio: Studio) -> None:
     studio = history_studio
     page = studio.page
-    await studio.ok("POST", "/tools", 201, json={"id": "t-greet", "name": "Greeter", "definition": greeting()})
+    await studio.ok("POST", "/tools", 201,
+                    json={"id": "t-greet", "name": "Greeter", "definition": greeting()})
     await studio.sign_in()
     await page.goto(f"{studio.url}#/tools/t-greet")
     await page.get_by_label("Inputs (JSON)").fill('{"who": "Ana"}')
