@@ -11,14 +11,11 @@ the page's CSP, which allows no inline script, does not apply to it)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.async_api import expect
 
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
 from tests.studio.test_live import publish
 from tests.studio.test_runs_links import caught_up, failing, greeting
 
@@ -26,15 +23,6 @@ OPTIONS = {"resultTypes": ["violations"], "rules": {"label-content-name-mismatch
 BLOCKING = {"critical", "serious"}
 # Moderate in axe, but a skipped heading level breaks the outline a screen reader navigates by.
 ALSO = {"heading-order"}
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 class Audit:

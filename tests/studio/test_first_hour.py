@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.async_api import expect
 
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
 from tests.studio.test_builder import canvas, form, new_tool, node
 from tests.studio.test_live import publish
 from tests.studio.test_runs_links import caught_up, greeting
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 def returns(*ids: str) -> dict[str, Any]:
