@@ -202,7 +202,7 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
 
     from ..history.fork import ForkRefused, start_fork
     from ..history.queries import get_run
-    from ..interfaces.client import trace, wait_results
+    from ..interfaces.client import ResultTimeout, trace, wait_results
 
     await svc.registry.catch_up()
     run = await get_run(_history(svc), grant.workspace, execution_id)
@@ -234,8 +234,13 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
         return JSONResponse(started, status_code=202)
     timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
     async with svc.held.hold(grant.actor, grant.workspace, for_ms=int(timeout_s * 1000)) as held:
-        found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
-                                   after=b"0-0", timeout_s=timeout_s)
+        try:
+            found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
+                                       after=b"0-0", timeout_s=timeout_s)
+        except ResultTimeout:  # still running (a slow machine): the answer lands in replyTo
+            return JSONResponse({**started, "waited": False, "message": (
+                f"no answer within {timeout_s:g}s; it will arrive on replyTo")},
+                status_code=202)
     result = found[fork.command.commandId][0]
     if fork.reply_to != svc.keys.results:
         await svc.client.delete(fork.reply_to)  # private to this call
