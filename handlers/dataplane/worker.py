@@ -41,7 +41,6 @@ from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
 from ..operations.logging import use_tracing
 from ..operations.loop import running_loop_name
-from ..operations.tracing import Tracing
 from ..projections.execlog import ExecutionLog, trim_source
 from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
@@ -56,6 +55,7 @@ from .store import Store, Targets
 
 if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a second at start
     from ..history.runner import HistoryProjection
+    from ..operations.tracing import Tracing
     from ..projections.tracing import TracingProjection
 
 log = structlog.get_logger("chatflow.worker")
@@ -120,8 +120,12 @@ class Worker:
                            log_value_max_bytes=s.log_value_max_bytes)
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
-        # None while tracing is off (no OTLP endpoint): then nothing below does tracing work.
-        self.tracing = Tracing.from_settings(s)
+        # None while tracing is off (no OTLP endpoint): then nothing below does tracing work,
+        # and OpenTelemetry is not even imported.
+        self.tracing: Tracing | None = None
+        if s.traces_endpoint():
+            from ..operations.tracing import Tracing
+            self.tracing = Tracing.from_settings(s)
         self.http = s.outbound()
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20),
