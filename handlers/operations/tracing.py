@@ -20,7 +20,6 @@ built-in samplers decide from the trace id and the parent alone, so every proces
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,40 +44,20 @@ from opentelemetry.trace import (
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..settings import Settings
+from .traceids import (
+    call_span_id,
+    execution_span_id,
+    parsed_traceparent,
+    root_trace_id,
+    traceparent,
+    visit_span_id,
+)
 
 log = structlog.get_logger("chatflow.tracing")
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _TREES_REMEMBERED = 4096  # trees whose context a process keeps (a dict, then cleared)
 _HEADER_MAX = 512  # a traceparent is 55 characters; W3C caps a tracestate at 512
-
-
-def _derived(size: int, *parts: str) -> int:
-    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=size).digest()
-    return int.from_bytes(digest, "big") or 1  # an all-zero id is invalid
-
-
-def root_trace_id(root_id: str) -> int:
-    """The trace of a tree whose command carried no traceparent."""
-    return _derived(16, "trace", root_id)
-
-
-def execution_span_id(exec_id: str) -> int:
-    return _derived(8, "exec", exec_id)
-
-
-def call_span_id(child_id: str) -> int:
-    """The span of the callTool visit that spawned ``child_id``: the child execution's parent."""
-    return _derived(8, "call", child_id)
-
-
-def visit_span_id(exec_id: str, ordinal: int) -> int:
-    """The span of ``exec_id``'s block visit number ``ordinal`` (0 first)."""
-    return _derived(8, "visit", exec_id, str(ordinal))
-
-
-def traceparent(trace_id: int, span_id: int, sampled: bool) -> str:
-    return f"00-{trace_id:032x}-{span_id:016x}-{'01' if sampled else '00'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,16 +168,8 @@ class Tracing:
         return found
 
     def _decide(self, root_id: str, header: str, state: str) -> TreeTrace:
-        parent_id, parent_sampled, trace_id = 0, False, 0
-        if header:
-            parts = header.split("-")
-            try:
-                trace_id, parent_id = int(parts[1], 16), int(parts[2], 16)
-                parent_sampled = bool(int(parts[3][:2], 16) & 1)
-            except (IndexError, ValueError):
-                trace_id = parent_id = 0
-        if not trace_id or not parent_id:
-            trace_id, parent_id, parent_sampled = root_trace_id(root_id), 0, False
+        parsed = parsed_traceparent(header) if header else None
+        trace_id, parent_id, parent_sampled = parsed or (root_trace_id(root_id), 0, False)
         tree = TreeTrace(trace_id, parent_id, False, state if parent_id else "", parent_sampled)
         remote = tree.parent_context()
         parent = set_span_in_context(NonRecordingSpan(remote)) if remote else Context()
