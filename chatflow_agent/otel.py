@@ -17,6 +17,7 @@ from .core.messages import Message, ToolCall, ToolResult
 from .errors import ChatflowAgentError
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import trace
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -72,6 +73,7 @@ class OpenTelemetryHooks(RunHooks):
         self._tracer = trace.get_tracer("chatflow_agent", tracer_provider=tracer_provider)
         self._model_spans: dict[int, Span] = {}
         self._tool_spans: dict[str, Span] = {}
+        self._tool_tokens: dict[str, Any] = {}
 
     async def on_model_request(
         self, context: RunContext[Any], agent: Agent, messages: Sequence[Message]
@@ -102,15 +104,22 @@ class OpenTelemetryHooks(RunHooks):
         span.end()
 
     async def on_tool_start(self, context: RunContext[Any], agent: Agent, call: ToolCall) -> None:
-        self._tool_spans[call.id] = self._tracer.start_span(
+        span = self._tracer.start_span(
             f"execute_tool {call.name}",
             kind=SpanKind.INTERNAL,
             attributes={**tool_call_attributes(call.name, call.id), "gen_ai.agent.name": agent.name},
         )
+        self._tool_spans[call.id] = span
+        # Current while the tool runs (the Runner awaits it in this task, after this hook):
+        # a runtime tool's command or native call then carries this span as its parent.
+        self._tool_tokens[call.id] = otel_context.attach(trace.set_span_in_context(span))
 
     async def on_tool_end(
         self, context: RunContext[Any], agent: Agent, call: ToolCall, result: ToolResult
     ) -> None:
+        token = self._tool_tokens.pop(call.id, None)
+        if token is not None:
+            otel_context.detach(token)
         span = self._tool_spans.pop(call.id, None)
         if span is None:
             return

@@ -150,7 +150,8 @@ class Worker:
         self.leases = Leases(self.store, self.consumer,
                              max_hold_ms=s.tool_timeout_ms + s.claim_idle_ms)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer, self.leases)
-        self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
+        self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen,
+                                       tracing=self.tracing)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
         # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
@@ -441,6 +442,7 @@ class Worker:
             await self.history.aclose()
         if self.spans is not None:
             await asyncio.to_thread(self.spans.shutdown)
+        await asyncio.to_thread(self.native.shutdown)  # flushes the native calls' spans
         await self.client.aclose()
         await self.read_client.aclose()
         log.info("worker stopped", consumer=self.consumer)

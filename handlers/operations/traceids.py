@@ -31,6 +31,11 @@ def visit_span_id(exec_id: str, ordinal: int) -> int:
     return _derived(8, "visit", exec_id, str(ordinal))
 
 
+def native_span_id(call_id: str) -> int:
+    """The span of the worker's run of one native tool call."""
+    return _derived(8, "native", call_id)
+
+
 def traceparent(trace_id: int, span_id: int, sampled: bool) -> str:
     return f"00-{trace_id:032x}-{span_id:016x}-{'01' if sampled else '00'}"
 

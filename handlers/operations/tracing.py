@@ -21,7 +21,7 @@ built-in samplers decide from the trace id and the parent alone, so every proces
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from opentelemetry.context import Context
@@ -52,6 +52,10 @@ from .traceids import (
     traceparent,
     visit_span_id,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = structlog.get_logger("chatflow.tracing")
 
@@ -198,6 +202,30 @@ class Tracing:
         """The hex trace id of a sampled tree (an exemplar's ``trace_id``), else None."""
         tree = self.of_state(state)
         return f"{tree.trace_id:032x}" if tree.sampled else None
+
+
+def otlp_exporter(endpoint: str) -> SpanExporter:
+    """The SDK's OTLP/HTTP protobuf exporter; it reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+    _COMPRESSION and the certificate variables itself."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(endpoint=endpoint)
+
+
+class LiveSpans:
+    """Spans of work done at most once (a native tool call), ended as it happens: handed to
+    the SDK's BatchSpanProcessor, which exports them from its own thread."""
+
+    def __init__(self, endpoint: str) -> None:
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        self.processor = BatchSpanProcessor(otlp_exporter(endpoint))
+
+    def end(self, span: ReadableSpan) -> None:
+        self.processor.on_end(span)
+
+    def shutdown(self) -> None:
+        self.processor.shutdown()
 
 
 __all__ = [

@@ -29,7 +29,7 @@ from chatflow.runtime.state import LogEntry, decode_log
 
 from ..history.capture import parse_events
 from ..keys import TRACING_GROUP, Keys
-from ..operations.tracing import Tracing
+from ..operations.tracing import Tracing, otlp_exporter
 from ..redis_client import Client, Entry
 from .spans import SpanBuilder
 
@@ -39,14 +39,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("chatflow.tracing")
 Process = Callable[[list[Entry]], Awaitable[None]]
 FAILED_LOG_EVERY_S = 60.0
-
-
-def otlp_exporter(endpoint: str) -> SpanExporter:
-    """The SDK's OTLP/HTTP protobuf exporter; it reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-    _COMPRESSION and the certificate variables itself."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(endpoint=endpoint)
 
 
 class TracingProjection:
@@ -151,4 +143,4 @@ class TracingProjection:
         self.exporter.shutdown()
 
 
-__all__ = ["TRACING_GROUP", "TracingProjection", "otlp_exporter"]
+__all__ = ["TRACING_GROUP", "TracingProjection"]
