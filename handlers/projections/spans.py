@@ -199,6 +199,9 @@ class SpanBuilder:
     def _visits(self, tree: TreeTrace, parent: SpanContext, mine: list[LogEntry],
                 base: dict[str, Any], end: LogEntry | None, end_ms: int) -> list[ReadableSpan]:
         exec_id = base["chatflow.execution_id"]
+        # A block span carries its execution's id; the tool and command ids are on the
+        # execution's span, its parent (each attribute is encoded per span, for every span).
+        base = {"chatflow.execution_id": exec_id}
         out: list[ReadableSpan] = []
         ordinal = 0
         spawned: LogEntry | None = None  # a callTool visit waiting for its child
