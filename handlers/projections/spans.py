@@ -15,7 +15,8 @@ building them again (a redelivered event, a projection rebuilt) gives the same s
   spans (``gen_ai.*``, chatflow_agent.otel's attributes).
 
 Secrets never reach a span: no header is recorded, URLs and messages are masked as the run
-history masks them (``handlers.redaction``), and a URL's user and password are dropped.
+history masks them (``chatflow.runtime.masking``, with the workspace's stored secret values),
+and a URL's user and password are dropped.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from chatflow.runtime.masking import mask_text
 from chatflow.runtime.state import LogEntry
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 from chatflow_agent.otel import model_call_attributes
@@ -40,40 +42,35 @@ from ..operations.tracing import (
     execution_span_id,
     visit_span_id,
 )
-from ..redaction import MASK, redact
 
 SCOPE = InstrumentationScope("chatflow")
 HTTP_BLOCKS = frozenset({"httpCall", "callEndpoint", "fetchMedia"})
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _MS = 1_000_000  # ns per ms
-# Query parameters the HTTP conventions name as carrying credentials (url.full): their values
-# are replaced, besides whatever the history's masking finds (key=, token=, ...).
-_SIGNED_QUERY = frozenset({"awsaccesskeyid", "signature", "sig", "x-goog-signature"})
 _STATUS_TEXT = 200  # characters of an error message kept as a span's status description
 
 
-def masked_url(url: str) -> str:
-    """``url`` as a span may hold it: no user or password, signed-query values and
-    secret-looking ones masked."""
+def masked_url(url: str, secrets: Sequence[str] = ()) -> str:
+    """``url`` as a span may hold it (``url.full``): masked as the history masks it
+    (secret-named query parameters such as ``sig``, stored secret values), and without its
+    user or password at all."""
+    text = mask_text(url, secrets)
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(text)
     except ValueError:
-        return str(redact(url))
-    netloc = parts.netloc.rsplit("@", 1)[-1] if "@" in parts.netloc else parts.netloc
-    query = parts.query
-    if query and any(k.lower() in _SIGNED_QUERY for k, _ in parse_qsl(query)):
-        query = urlencode([(k, MASK if k.lower() in _SIGNED_QUERY else v)
-                           for k, v in parse_qsl(query, keep_blank_values=True)], safe="*")
-    return str(redact(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))))
+        return text
+    if "@" not in parts.netloc:
+        return text
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
 
 
-def _http_attributes(detail: dict[str, Any]) -> dict[str, Any]:
+def _http_attributes(detail: dict[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     method, url, status = detail.get("method"), detail.get("url"), detail.get("status")
     if isinstance(method, str):
         out["http.request.method"] = method.upper()[:16]
     if isinstance(url, str) and url:
-        out["url.full"] = masked_url(url)
+        out["url.full"] = masked_url(url, secrets)
         try:
             parts = urlsplit(url)
             if parts.hostname:
@@ -124,13 +121,14 @@ def retry_events(detail: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _status(entry: LogEntry | None, ok: bool = True, code: str | None = None) -> Status:
+def _status(entry: LogEntry | None, secrets: Sequence[str], ok: bool = True,
+            code: str | None = None) -> Status:
     error = entry.error if entry is not None else None
     if error is None and ok:
         return Status(StatusCode.UNSET)
     if error is None:
         return Status(StatusCode.ERROR, code or "")
-    message = str(redact(error.message))[:_STATUS_TEXT]
+    message = mask_text(error.message, secrets)[:_STATUS_TEXT]
     return Status(StatusCode.ERROR, f"{error.code}: {message}")
 
 
@@ -154,9 +152,11 @@ class SpanBuilder:
         return self.tracing.tree(root_id, header if isinstance(header, str) else "",
                                  state if isinstance(state, str) else "")
 
-    def spans(self, event: ToolExecutionStreamEvent, log: Sequence[LogEntry]) -> list[ReadableSpan]:
+    def spans(self, event: ToolExecutionStreamEvent, log: Sequence[LogEntry],
+              secrets: Sequence[str] = ()) -> list[ReadableSpan]:
         """The execution span of ``event`` and its block spans; none when the tree is not
-        sampled. ``log``: the entries of the event's whole tree, in order."""
+        sampled. ``log``: the entries of the event's whole tree, in order; ``secrets``: the
+        workspace's stored secret values, masked wherever they appear."""
         exec_id = event.executionId
         if not exec_id:
             return []
@@ -190,14 +190,15 @@ class SpanBuilder:
             self.tracing.resource, attributes,
             # The root processes a command taken from a stream; a child runs inside its parent.
             kind=SpanKind.CONSUMER if "." not in exec_id else SpanKind.INTERNAL,
-            status=_status(end, event.success, event.errorCode),
+            status=_status(end, secrets, event.success, event.errorCode),
             start_time=start_ms * _MS, end_time=max(start_ms, end_ms) * _MS,
             instrumentation_scope=SCOPE)]
-        out += self._visits(tree, own, mine, base, end, end_ms)
+        out += self._visits(tree, own, mine, base, end, end_ms, secrets)
         return out
 
     def _visits(self, tree: TreeTrace, parent: SpanContext, mine: list[LogEntry],
-                base: dict[str, Any], end: LogEntry | None, end_ms: int) -> list[ReadableSpan]:
+                base: dict[str, Any], end: LogEntry | None, end_ms: int,
+                secrets: Sequence[str]) -> list[ReadableSpan]:
         exec_id = base["chatflow.execution_id"]
         # A block span carries its execution's id; the tool and command ids are on the
         # execution's span, its parent (each attribute is encoded per span, for every span).
@@ -219,15 +220,15 @@ class SpanBuilder:
                 span_id, start, child = visit_span_id(exec_id, ordinal), e.at - (e.durationMs or 0), None
             spawned = None
             ordinal += 1
-            out.append(self._block(tree, parent, base, e, span_id, start, e.at, child))
+            out.append(self._block(tree, parent, base, e, span_id, start, e.at, child, secrets))
         if spawned is not None and spawned.child:  # the tree ended while the child ran
             out.append(self._block(tree, parent, base, spawned, call_span_id(spawned.child),
-                                   spawned.at, end_ms, spawned.child, end))
+                                   spawned.at, end_ms, spawned.child, secrets, end))
         return out
 
     def _block(self, tree: TreeTrace, parent: SpanContext, base: dict[str, Any], e: LogEntry,
                span_id: int, start_ms: int, end_ms: int, child: str | None,
-               ended_by: LogEntry | None = None) -> ReadableSpan:
+               secrets: Sequence[str], ended_by: LogEntry | None = None) -> ReadableSpan:
         block_type = e.blockType or ("callTool" if e.type == "spawned" else "")
         detail = e.detail or {}
         attributes: dict[str, Any] = {**base, "chatflow.block_id": e.blockId or "",
@@ -237,10 +238,10 @@ class SpanBuilder:
         kind = SpanKind.INTERNAL
         if block_type in HTTP_BLOCKS:
             kind = SpanKind.CLIENT
-            attributes.update(_http_attributes(detail))
+            attributes.update(_http_attributes(detail, secrets))
         elif block_type == "callAI":
             kind = SpanKind.CLIENT
-            attributes.update(_http_attributes(detail))
+            attributes.update(_http_attributes(detail, secrets))
             attributes.update(_ai_attributes(detail))
         failed = ended_by if ended_by is not None else e
         if failed.error is not None:
@@ -252,7 +253,7 @@ class SpanBuilder:
             f"chatflow.block {block_type} {e.blockId or ''}".rstrip(),
             SpanContext(tree.trace_id, span_id, False, _SAMPLED), parent, self.tracing.resource,
             attributes, events=retry_events(detail), kind=kind,
-            status=_status(failed, failed.error is None and ended_by is None),
+            status=_status(failed, secrets, failed.error is None and ended_by is None),
             start_time=start_ms * _MS, end_time=max(start_ms, end_ms) * _MS,
             instrumentation_scope=SCOPE)
 

@@ -30,6 +30,7 @@ from chatflow.runtime.state import LogEntry, decode_log
 from ..history.capture import parse_events
 from ..keys import TRACING_GROUP, Keys
 from ..operations.tracing import Tracing, otlp_exporter
+from ..redaction import SecretIndex
 from ..redis_client import Client, Entry
 from .spans import SpanBuilder
 
@@ -49,6 +50,7 @@ class TracingProjection:
         self.keys = keys
         self.consumer = consumer
         self.builder = SpanBuilder(tracing)
+        self.secrets = SecretIndex(client, keys)  # masked wherever they appear, as the history
         self.exporter = exporter or otlp_exporter(tracing.endpoint)
         self.claim_idle_ms = claim_idle_ms
         self.batch_size = batch_size
@@ -73,7 +75,10 @@ class TracingProjection:
         spans: list[ReadableSpan] = []
         for event in events:
             root = event.rootExecutionId or event.executionId.split(".", 1)[0]
-            spans += self.builder.spans(event, logs.get(root, []))
+            tree = logs.get(root, [])
+            if not self.builder.tree_of(root, tree).sampled:
+                continue
+            spans += self.builder.spans(event, tree, await self.secrets.of(event.workspace))
         return spans
 
     async def _logs(self, roots: list[str]) -> dict[str, list[LogEntry]]:
