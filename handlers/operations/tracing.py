@@ -29,6 +29,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
+    Decision,
     ParentBased,
     Sampler,
     TraceIdRatioBased,
@@ -107,7 +108,8 @@ def sampler_of(name: str, arg: str) -> Sampler:
         ratio = -1.0
     if "traceidratio" in name and not 0.0 <= ratio <= 1.0:
         raise ValueError(f"OTEL_TRACES_SAMPLER_ARG: {arg!r} is not a ratio between 0 and 1")
-    root = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(name.removeprefix("parentbased_"))
+    statics: dict[str, Sampler] = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}
+    root = statics.get(name.removeprefix("parentbased_"))
     if root is None and name.removeprefix("parentbased_") == "traceidratio":
         root = TraceIdRatioBased(ratio)
     if root is None:
@@ -178,7 +180,7 @@ class Tracing:
         remote = tree.parent_context()
         parent = set_span_in_context(NonRecordingSpan(remote)) if remote else Context()
         decision = self.sampler.should_sample(parent, trace_id, "chatflow.execute").decision
-        return TreeTrace(trace_id, parent_id, decision.is_sampled(), tree.tracestate,
+        return TreeTrace(trace_id, parent_id, decision is Decision.RECORD_AND_SAMPLE, tree.tracestate,
                          parent_sampled)
 
     def of_state(self, state: Any) -> TreeTrace:
@@ -225,7 +227,7 @@ class LiveSpans:
         self.processor.on_end(span)
 
     def shutdown(self) -> None:
-        self.processor.shutdown()
+        self.processor.shutdown()  # type: ignore[no-untyped-call]
 
 
 __all__ = [

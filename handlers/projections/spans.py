@@ -86,7 +86,8 @@ def _http_attributes(detail: dict[str, Any], secrets: Sequence[str]) -> dict[str
 
 
 def _ai_attributes(detail: dict[str, Any]) -> dict[str, Any]:
-    usage = detail.get("usage") if isinstance(detail.get("usage"), dict) else {}
+    found = detail.get("usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
     model = detail.get("model")
     tokens_in, tokens_out = usage.get("inputTokens"), usage.get("outputTokens")
     response_model = usage.get("model")
