@@ -5,6 +5,7 @@ In-process workers on a real Valkey, a loopback upstream and a loopback OTLP rec
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,14 +164,23 @@ async def test_a_sampled_trees_durations_carry_its_trace_id_as_an_exemplar(
         await h.start_worker()
         result = await h.run_command(with_trace(h.command("t"), f"00-{TRACE}-{PARENT}-01"))
         assert result.ok
-        body, ctype = metrics.negotiated("application/openmetrics-text; version=1.0.0")
-        assert ctype.startswith("application/openmetrics-text")
-        text = body.decode()
         exemplar = f'# {{trace_id="{TRACE}"}}'
-        assert any(line.startswith("chatflow_block_duration_seconds_bucket") and exemplar in line
-                   for line in text.splitlines()), text[:3000]
-        assert any(line.startswith("chatflow_tool_execution_duration_seconds_bucket")
-                   and exemplar in line for line in text.splitlines())
+
+        def carried(text: str, metric: str) -> bool:
+            return any(line.startswith(metric) and exemplar in line for line in text.splitlines())
+
+        # The result is out the moment the commit ran; the worker counts it right after.
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            body, ctype = metrics.negotiated("application/openmetrics-text; version=1.0.0")
+            text = body.decode()
+            if carried(text, "chatflow_tool_execution_duration_seconds_bucket") \
+                    or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.01)  # the worker's turn on this loop, bounded above
+        assert ctype.startswith("application/openmetrics-text")
+        assert carried(text, "chatflow_block_duration_seconds_bucket"), text[-3000:]
+        assert carried(text, "chatflow_tool_execution_duration_seconds_bucket")
         plain, _ = metrics.negotiated("text/plain")
         assert b"trace_id" not in plain  # the Prometheus text format has no exemplars
     finally:
