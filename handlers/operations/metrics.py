@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 import structlog
 from prometheus_client import (
+    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -421,6 +422,8 @@ def negotiated(accept: str) -> tuple[bytes, str]:
     """The exposition in the format the scraper's Accept header asks for (OpenMetrics, with
     exemplars, or Prometheus text), and its content type."""
     encoder, content_type = choose_encoder(accept)
+    if not content_type.startswith("application/openmetrics-text"):
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST  # as before negotiation
     return encoder(REGISTRY), content_type
 
 
