@@ -238,3 +238,28 @@ def test_one_percent_sampling_exports_about_one_tree_in_a_hundred() -> None:
     tracing = Tracing("http://127.0.0.1:9/v1/traces", sampler=sampler_of("parentbased_traceidratio", "0.01"))
     sampled = sum(tracing.tree(f"1-{i:032x}").sampled for i in range(20_000))
     assert 100 <= sampled <= 300  # 200 expected
+
+
+def _one_block_tree(contact: str) -> tuple[Any, list[Any]]:
+    from chatflow.runtime.state import LogEntry
+    from chatflow.schemas.wire import ToolExecutionStreamEvent
+
+    root = "1-" + "b" * 32
+    log = [LogEntry("started", root, 1_000, blockId="r",
+                    detail={"publishedToolId": "pt", "context": {"contact": {"id": contact}}}),
+           LogEntry("block", root, 1_002, blockId="r", blockType="return", durationMs=0, ok=True),
+           LogEntry("finished", root, 1_002, ok=True, result="x")]
+    event = ToolExecutionStreamEvent("t", "pt", 2, True, "2026-01-01T00:00:00+00:00", root, root,
+                                     "cmd-1", 0)
+    return event, log
+
+
+def test_the_contact_id_is_on_a_span_only_when_the_operator_opts_in() -> None:
+    from chatflow.handlers.projections.spans import SpanBuilder
+
+    event, log = _one_block_tree("5511999990000")
+    default = SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces")).spans(event, log)
+    opted = SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces", contact=True)).spans(event, log)
+    assert [s.name for s in default] == ["chatflow.execute t", "chatflow.block return r"]
+    assert all("5511999990000" not in str(dict(s.attributes or {})) for s in default)
+    assert (opted[0].attributes or {})["chatflow.contact_id"] == "5511999990000"
