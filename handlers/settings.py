@@ -158,9 +158,25 @@ class Settings(BaseSettings):
     # Origins allowed by CORS, comma-separated; empty (the default): no CORS headers at all.
     api_cors_origins: str = ""
     encryption_key: str | None = None  # 64 hex chars (AES-256) for secret headers and API keys
+    # Key rotation (docs/security.md): comma-separated keys, the current one first; older
+    # ones only decrypt. encryption_key, when set too, is an older key after these.
+    encryption_keys: str | None = None
+    # Saved test cases (docs/registry.md "Test cases"): how many a tool, a workspace and
+    # one API key may hold, and how large one may be (its JSON).
+    tests_max_per_tool: int = Field(default=100, ge=1)
+    tests_max_per_workspace: int = Field(default=2000, ge=1)
+    tests_max_per_key: int = Field(default=1000, ge=1)
+    tests_max_case_bytes: int = Field(default=256 * 1024, ge=1024)
     # The one variable the V8 sandbox's worker processes inherit (docs/sandbox.md): where
     # Python imports chatflow from, when that is not site-packages.
     pythonpath: str = Field(default="", validation_alias=AliasChoices("PYTHONPATH", "pythonpath"))
+
+    def encryption_key_list(self) -> list[str]:
+        """Every key secrets may be under, the current one (the one that encrypts) first."""
+        keys = _items(self.encryption_keys or "")
+        if self.encryption_key and self.encryption_key not in keys:
+            keys.append(self.encryption_key)
+        return keys
 
     def allowed_hosts(self) -> list[str]:
         return _items(self.api_allowed_hosts) or ["*"]

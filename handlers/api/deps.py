@@ -15,7 +15,9 @@ from ..registry import Registry
 from ..registry.crypto import SecretBox
 from ..registry.inline import InlineRunner
 from ..registry.servers import CredentialOps, ServerOps
+from ..registry.testcases import CaseLimits, CaseOps, CaseRunner
 from ..registry.tools import ToolOps
+from ..registry.versions import VersionOps
 from ..settings import Settings
 
 
@@ -30,6 +32,9 @@ class Services:
     servers: ServerOps
     credentials: CredentialOps
     inline: InlineRunner
+    versions: VersionOps
+    cases: CaseOps
+    case_runner: CaseRunner
     history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
@@ -43,15 +48,23 @@ class Services:
             from ..history.db import engine_for
 
             history = engine_for(settings.history_url)
-        return cls(settings, client, keys, http, registry, ToolOps(registry),
-                   ServerOps(registry, http, limits), CredentialOps(registry),
-                   InlineRunner(settings, client, keys, http), history)
+        tools = ToolOps(registry)
+        inline = InlineRunner(settings, client, keys, http)
+        return cls(settings, client, keys, http, registry, tools,
+                   ServerOps(registry, http, limits), CredentialOps(registry), inline,
+                   VersionOps(tools), CaseOps(registry, case_limits(settings)),
+                   CaseRunner(registry, inline, history), history)
 
     async def close(self) -> None:
         self.inline.close()
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()
+
+
+def case_limits(settings: Settings) -> CaseLimits:
+    return CaseLimits(settings.tests_max_per_tool, settings.tests_max_per_workspace,
+                      settings.tests_max_per_key, settings.tests_max_case_bytes)
 
 
 def services(request: Request) -> Services:

@@ -15,9 +15,10 @@ from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool
 
 from ..registry.errors import Invalid
+from ..registry.gate import publish_gated
 from ..registry.inline import single_block_definition
 from ..registry.metrics import tool_metrics
-from ..registry.models import ToolCreate, ToolPatch, VersionIn
+from ..registry.models import PublishIn, ToolCreate, ToolPatch
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .deps import Services, services
@@ -92,7 +93,8 @@ async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
         raise Invalid("the definition cannot run", code="invalid_definition",
                       problems=[f"definition.{p}" for p in problems])
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
-    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables)
+    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables,
+                               workspace=who.workspace)
     out = run.body()
     out["inHistory"] = await _keep_test_run(svc, who.workspace, body.toolId, run)
     return out
@@ -129,7 +131,8 @@ async def test_block(svc: Svc, who: Writer, body: TestBlock) -> dict[str, Any]:
         raise Invalid("the block cannot run", code="invalid_block",
                       problems=[p.replace(prefix, "block.", 1) for p in problems])
     published = PublishedTool(id="test-block", toolId="test-block", definition=parsed)
-    run = await svc.inline.run(published, inputs={}, variables=body.variables)
+    run = await svc.inline.run(published, inputs={}, variables=body.variables,
+                               workspace=who.workspace)
     return run.body()
 
 
@@ -158,10 +161,15 @@ async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.purge(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
+@router.post("/tools/{tool_id}/publish",
+             summary="Publish the draft as the next version, if its saved test cases pass")
 async def publish_tool(svc: Svc, who: Writer, tool_id: str,
-                       body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.publish(tool_id, body.version if body else None, scope=who.scope)
+                       body: Annotated[PublishIn | None, Body()] = None) -> dict[str, Any]:
+    """409 ``tests_failed`` lists the failing cases; ``force: true`` publishes anyway and
+    keeps them, with the ``note``, in the version."""
+    body = body or PublishIn()
+    return await publish_gated(svc.tools, svc.case_runner, tool_id, version=body.version,
+                               note=body.note, force=body.force, scope=who.scope)
 
 
 @router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")

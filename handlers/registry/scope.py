@@ -1,5 +1,6 @@
 """Who acts on the registry: the workspace an operation is confined to, and the actor the
-log records for it (an API key's id, or ``shell`` for the trusted command line)."""
+log records for it (an API key's id, or ``shell`` for the trusted command line), with the
+actor's name (the key's name) where an event keeps it, as a published version does."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from chatflow.runtime.registry import DEFAULT_WORKSPACE
 class Scope:
     workspace: str = DEFAULT_WORKSPACE
     actor: str = "shell"
+    name: str = "shell"
 
 
 SHELL = Scope()
