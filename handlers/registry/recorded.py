@@ -84,11 +84,11 @@ def case_from_run(root: Run, runs: list[Run], name: str) -> tuple[dict[str, Any]
                       for p in masked_places(mock)]
         notes += [f"block {k} answered {n} times; its first answer is the mock"
                   for k, n in seen.items() if n > 1]
-    inputs = root.get("inputs") or {}
     started: dict[str, Any] = next(
         (s for s in root.get("steps") or [] if s.get("type") == "started"), {})
-    variables = {k: v for k, v in ((started.get("detail") or {}).get("variables") or {}).items()
-                 if k not in inputs}
+    detail = started.get("detail") or {}
+    inputs = detail.get("inputs") or root.get("inputs") or {}
+    variables = {k: v for k, v in (detail.get("variables") or {}).items() if k not in inputs}
     needs += [f"inputs.{p}: masked in the history; put in a value" for p in masked_places(inputs)]
     needs += [f"variables.{p}: masked in the history; put in a value"
               for p in masked_places(variables)]

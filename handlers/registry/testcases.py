@@ -249,7 +249,7 @@ class CaseRunner:
                 "differences": differences, "result": body["result"], "error": body["error"],
                 "path": path, "executionId": run.execution_id, "durationMs": body["durationMs"],
                 "unusedMocks": sorted(set(mocks) - run.mocks_used),
-                "needs": case.get("needs") or [],
+                "needs": case.get("needs") or [], "trace": body["trace"],
                 "inHistory": await self._keep(run)}
 
     async def _keep(self, run: InlineRun) -> bool:
