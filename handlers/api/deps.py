@@ -41,7 +41,7 @@ class Services:
     def build(cls, settings: Settings, client: Client) -> Services:
         keys = Keys(settings.prefix, settings.partitions)
         http = settings.outbound()
-        registry = Registry(client, keys, SecretBox(settings.encryption_key))
+        registry = Registry(client, keys, SecretBox.from_settings(settings))
         limits = settings.limits()
         history = None
         if settings.history_url:
@@ -52,7 +52,7 @@ class Services:
         inline = InlineRunner(settings, client, keys, http)
         return cls(settings, client, keys, http, registry, tools,
                    ServerOps(registry, http, limits), CredentialOps(registry), inline,
-                   VersionOps(tools), CaseOps(registry, case_limits(settings)),
+                   VersionOps(tools), CaseOps(registry, CaseLimits.of(settings)),
                    CaseRunner(registry, inline, history), history)
 
     async def close(self) -> None:
@@ -60,11 +60,6 @@ class Services:
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()
-
-
-def case_limits(settings: Settings) -> CaseLimits:
-    return CaseLimits(settings.tests_max_per_tool, settings.tests_max_per_workspace,
-                      settings.tests_max_per_key, settings.tests_max_case_bytes)
 
 
 def services(request: Request) -> Services:

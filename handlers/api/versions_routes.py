@@ -25,19 +25,23 @@ async def list_versions(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
 
 @router.get("/tools/{tool_id}/versions/{number}", summary="One published version, with its "
                                                           "definition")
-async def get_version(svc: Svc, who: Caller, tool_id: str, number: int) -> dict[str, Any]:
-    return await svc.versions.get(tool_id, number, scope=who.scope)
+async def get_version(svc: Svc, who: Caller, tool_id: str, number: str) -> dict[str, Any]:
+    # Any text: a version that is not a number is one that does not exist (404).
+    wanted = int(number) if number.isdigit() else 0
+    return await svc.versions.get(tool_id, wanted, number_text=number, scope=who.scope)
 
 
 @router.get("/tools/{tool_id}/diff", summary="What changed between two versions (or the draft), "
                                              "by block and field")
 async def diff_versions(
         svc: Svc, who: Caller, tool_id: str,
-        from_: Annotated[str, Query(alias="from", max_length=20,
-                                    description="a version number or 'draft'")],
+        from_: Annotated[str | None, Query(alias="from", max_length=20,
+                                           description="a version number or 'draft'; absent: "
+                                                       "the published version")] = None,
         to: Annotated[str, Query(max_length=20, description="a version number or 'draft'")]
         = "draft") -> dict[str, Any]:
-    return await svc.versions.diff(tool_id, parse_side(from_), parse_side(to), scope=who.scope)
+    left = parse_side(from_) if from_ is not None else None
+    return await svc.versions.diff(tool_id, left, parse_side(to), scope=who.scope)
 
 
 @router.post("/tools/{tool_id}/rollback",

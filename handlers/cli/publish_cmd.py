@@ -147,7 +147,7 @@ async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
     settings = settings_from(args)
     client, keys = client_for(settings)
     try:
-        tools = ToolOps(Registry(client, keys, SecretBox(settings.encryption_key)))
+        tools = ToolOps(Registry(client, keys, SecretBox.from_settings(settings)))
         outcome = await publish_release(tools, release)
     finally:
         await client.aclose()

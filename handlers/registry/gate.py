@@ -53,7 +53,7 @@ async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
     The answer is the tool as published plus ``tests`` (passed, failed, forced)."""
     await tools.registry.catch_up()
     state = tools.registry.state
-    tool = get_tool(state, tool_id, workspace=scope.workspace)
+    tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
     draft = int(tool["version"])
     held = CasesHeld(tool_id, state.cases_version.get(tool_id, 0))
     summary: dict[str, Any] = {"passed": 0, "failed": 0, "forced": False}

@@ -26,6 +26,7 @@ from chatflow.runtime.registry.state import Record
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool, ToolDefinition
 
+from ..settings import Settings
 from .case_models import CaseIn
 from .errors import Conflict, Invalid, NotFound
 from .inline import InlineRun, InlineRunner
@@ -44,6 +45,11 @@ class CaseLimits:
     per_workspace: int = 2000
     per_key: int = 1000
     case_bytes: int = 256 * 1024
+
+    @classmethod
+    def of(cls, settings: Settings) -> CaseLimits:
+        return cls(settings.tests_max_per_tool, settings.tests_max_per_workspace,
+                   settings.tests_max_per_key, settings.tests_max_case_bytes)
 
 
 def _case(state: RegistryState, tool_id: str, case_id: str) -> Record:

@@ -31,10 +31,12 @@ def summary(version: Record) -> Record:
     return {k: v for k, v in version.items() if k != "definition"}
 
 
-def _version(state: RegistryState, tool_id: str, number: int) -> Record:
+def _version(state: RegistryState, tool_id: str, number: int, text: str | None = None
+             ) -> Record:
     found = state.version_of(tool_id, number)
     if found is None:
-        raise NotFound(f"tool {tool_id!r} has no version {number}", code="version_not_found")
+        raise NotFound(f"tool {tool_id!r} has no version {text or number}",
+                       code="version_not_found")
     return found
 
 
@@ -66,17 +68,21 @@ class VersionOps:
                 "callers": callers(state, tool_id),
                 "versions": [summary(v) for v in reversed(state.versions.get(tool_id, []))]}
 
-    async def get(self, tool_id: str, number: int, *, scope: Scope = SHELL) -> Record:
+    async def get(self, tool_id: str, number: int, *, number_text: str | None = None,
+                  scope: Scope = SHELL) -> Record:
         await self.registry.catch_up()
         get_tool(self.registry.state, tool_id, trashed_ok=True, workspace=scope.workspace)
-        return dict(_version(self.registry.state, tool_id, number))
+        return dict(_version(self.registry.state, tool_id, number, number_text))
 
-    async def diff(self, tool_id: str, left: Side, right: Side, *,
+    async def diff(self, tool_id: str, left: Side | None, right: Side, *,
                    scope: Scope = SHELL) -> Record:
-        """What changed from ``left`` to ``right`` (each a version number or the draft)."""
+        """What changed from ``left`` to ``right`` (each a version number or the draft;
+        ``left`` None: the published version, else the draft)."""
         await self.registry.catch_up()
         state = self.registry.state
         tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
+        if left is None:
+            left = (tool.get("publishedTool") or {}).get("version") or "draft"
 
         def definition(side: Side) -> Any:
             if side == "draft":

@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.api.support import Api
 from tests.registry.defs import definition, ret, to
-from tests.support.http import LoopbackServer, json_reply
+from tests.support.http import LoopbackServer
 
 
 def lookup(url: str) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from chatflow.handlers.dataplane.worker import Worker
 from tests.api.support import Api
 from tests.harness import Harness
 from tests.registry.defs import definition, ret, to
