@@ -8,7 +8,9 @@ Outbound, the sandbox's child environment). The SDK has its own single reader,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import re
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
 from glob import escape
 from typing import TYPE_CHECKING, Literal
@@ -276,6 +278,18 @@ def configured_redis_url() -> str | None:
         return Settings().redis_url
     except ValidationError:
         return None
+
+
+# What an import file may name as a secret placeholder ({"secret": "NAME"}): only these are
+# read, so a file cannot pull REDIS_URL or the encryption key into a header it sends out.
+SECRET_PLACEHOLDER = re.compile(r"CHATFLOW_SECRET_[A-Z0-9_]{1,200}")
+
+
+def secret_values(names: Iterable[str]) -> dict[str, str]:
+    """The environment's values of the placeholder ``names`` that are set (``chatflow
+    import``); a name outside :data:`SECRET_PLACEHOLDER` is never read."""
+    return {name: os.environ[name] for name in names
+            if SECRET_PLACEHOLDER.fullmatch(name) and name in os.environ}
 
 
 def _items(value: str) -> list[str]:

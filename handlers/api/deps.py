@@ -56,7 +56,7 @@ class Services:
                    CaseRunner(registry, inline, history), history)
 
     async def close(self) -> None:
-        self.inline.close()
+        await self.inline.aclose()
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()

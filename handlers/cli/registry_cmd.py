@@ -56,9 +56,9 @@ class Ops:
                                         self.registry.keys, self.http)
         return CaseRunner(self.registry, self._inline)
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         if self._inline is not None:
-            self._inline.close()
+            await self._inline.aclose()
 
 
 def show_json(result: Any) -> int:
@@ -84,7 +84,7 @@ def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]],
             return await action(ops)
         finally:
             if ops is not None:
-                ops.close()
+                await ops.aclose()
             await http.aclose()
             await client.aclose()
 

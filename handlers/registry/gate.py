@@ -48,9 +48,11 @@ def failures(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
                         version: int | None = None, note: str | None = None,
-                        force: bool = False, scope: Scope = SHELL) -> dict[str, Any]:
+                        force: bool = False, scope: Scope = SHELL,
+                        published_id: str | None = None) -> dict[str, Any]:
     """Run the tool's cases on its draft, then publish it unless one fails (or ``force``).
-    The answer is the tool as published plus ``tests`` (passed, failed, forced)."""
+    The answer is the tool as published plus ``tests`` (passed, failed, forced).
+    ``published_id``: trusted callers only (``chatflow import``), as ``ToolOps.publish``."""
     await tools.registry.catch_up()
     state = tools.registry.state
     tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
@@ -74,5 +76,6 @@ async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
             summary["forced"] = True
             held = CasesHeld(tool_id, held.cases_version, {"failed": [f["id"] for f in failed]})
         version = draft if version is None else version  # the draft the cases judged
-    published = await tools.publish(tool_id, version, scope=scope, note=note, gate=held)
+    published = await tools.publish(tool_id, version, scope=scope, note=note, gate=held,
+                                    published_id=published_id)
     return {**published, "tests": summary}

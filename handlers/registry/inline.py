@@ -98,6 +98,11 @@ class InlineRunner:
     def close(self) -> None:
         self.sandbox.close()
 
+    async def aclose(self) -> None:
+        """``close``, then wait until the sandbox's worker processes are gone (a command's
+        event loop must not end with them still running)."""
+        await self.sandbox.aclose()
+
     async def run(self, published: PublishedTool | ToolFailure, *, inputs: dict[str, Any],
                   variables: dict[str, Any], start_block: str | None = None,
                   contact: str = "inline", mocks: dict[str, Any] | None = None,
