@@ -38,9 +38,12 @@ def shell(redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(registry_cmd, "configure_logging", lambda: structlog.configure(
         logger_factory=structlog.PrintLoggerFactory(sys.stderr), cache_logger_on_first_use=False))
 
-    async def run(*argv: str) -> Ran:
+    async def run(*argv: str, env: dict[str, str] | None = None) -> Ran:
         capsys.readouterr()
-        code = await asyncio.to_thread(main, [*argv, "--redis-url", redis_url])
+        with monkeypatch.context() as patched:
+            for name, value in (env or {}).items():
+                patched.setenv(name, value)
+            code = await asyncio.to_thread(main, [*argv, "--redis-url", redis_url])
         out, err = capsys.readouterr()
         return Ran(code, out, err)
 
