@@ -3,8 +3,8 @@ same Valkey and key prefix."""
 
 from __future__ import annotations
 
-import sys
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
@@ -14,7 +14,7 @@ import structlog
 from chatflow.handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY, api, upstream
 
-__all__ = ["api", "upstream", "shell", "Shell"]
+__all__ = ["Shell", "api", "shell", "upstream"]
 
 
 @dataclass
