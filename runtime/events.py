@@ -12,6 +12,7 @@ import msgspec
 
 from chatflow.schemas.wire import (
     DebugEvent,
+    ScopedExecutionEvent,
     ToolBlockDebugEvent,
     ToolError,
     ToolExecutionStreamEvent,
@@ -144,10 +145,17 @@ def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int
     duration = now - state.startedMs
     if duration < 0:
         duration = 0
-    event = ToolExecutionStreamEvent(
-        state.toolId, state.publishedToolId, duration, ok, iso(now),
-        state.execId, state.rootId, state.root.commandId, state.depth, code,
-    )
+    workspace = state.root.workspace
+    if workspace == "default":
+        event = ToolExecutionStreamEvent(
+            state.toolId, state.publishedToolId, duration, ok, iso(now),
+            state.execId, state.rootId, state.root.commandId, state.depth, code,
+        )
+    else:
+        event = ScopedExecutionEvent(
+            state.toolId, state.publishedToolId, duration, ok, iso(now),
+            state.execId, state.rootId, state.root.commandId, state.depth, code, workspace,
+        )
     return Emit("execution", "", _enc.encode(event), (state.publishedToolId, ok, code, duration))
 
 
@@ -164,6 +172,7 @@ def debug_emit(
         executionId=state.execId,
         occurredAt=iso(now),
         payload=payload,
+        workspace=state.root.workspace,
     )
     return Emit("debug", state.root.contactId, _enc.encode(event))
 

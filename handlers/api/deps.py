@@ -19,6 +19,7 @@ from ..registry.testcases import CaseLimits, CaseOps, CaseRunner
 from ..registry.tools import ToolOps
 from ..registry.versions import VersionOps
 from ..settings import Settings
+from .held import HeldConnections
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Services:
     servers: ServerOps
     credentials: CredentialOps
     inline: InlineRunner
+    held: HeldConnections
     versions: VersionOps
     cases: CaseOps
     case_runner: CaseRunner
@@ -52,11 +54,13 @@ class Services:
         inline = InlineRunner(settings, client, keys, http)
         return cls(settings, client, keys, http, registry, tools,
                    ServerOps(registry, http, limits), CredentialOps(registry), inline,
-                   VersionOps(tools), CaseOps(registry, CaseLimits.of(settings)),
+                   HeldConnections(settings, keys, client), VersionOps(tools),
+                   CaseOps(registry, CaseLimits.of(settings)),
                    CaseRunner(registry, inline, history), history)
 
     async def close(self) -> None:
         await self.inline.aclose()
+        await self.held.aclose()
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()

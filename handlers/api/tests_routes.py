@@ -12,15 +12,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends
 from pydantic import ValidationError
 
-from ..history.fork import FORK_PREFIX
+from ..keys import origin_of
 from ..registry.case_models import CaseIn, FromRun, RunCases
 from ..registry.errors import Invalid, NotFound
 from ..registry.recorded import case_from_run
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
+from .authorization import Authorized, refuse_unresolved
 from .deps import Services, services
-from .executions_routes import HistoryUnavailable, _history, _owner
-from .tools_routes import refuse_foreign
+from .executions_routes import HistoryUnavailable, _history
 
 router = APIRouter(tags=["tests"])
 Svc = Annotated[Services, Depends(services)]
@@ -39,14 +39,15 @@ async def create_case(svc: Svc, who: Writer, tool_id: str, body: CaseIn) -> dict
 
 @router.post("/tools/{tool_id}/tests/run",
              summary="Run the saved test cases against the draft or a version")
-async def run_cases(svc: Svc, who: Writer, tool_id: str,
+async def run_cases(svc: Svc, grant: Authorized, tool_id: str,
                     body: Annotated[RunCases | None, Body()] = None) -> dict[str, Any]:
     body = body or RunCases()
     await svc.registry.catch_up()
-    target = svc.case_runner.target(svc.registry.state, tool_id, body.version, who.workspace)
-    refuse_foreign(svc, who.workspace, target.raw)
-    return await svc.case_runner.run(tool_id, version=body.version, case_ids=body.cases,
-                                     scope=who.scope)
+    target = svc.case_runner.target(svc.registry.state, tool_id, body.version, grant.workspace)
+    refuse_unresolved(svc, grant, target.raw)
+    async with svc.held.hold(grant.actor, grant.workspace):
+        return await svc.case_runner.run(tool_id, grant=grant, version=body.version,
+                                         case_ids=body.cases)
 
 
 @router.get("/tools/{tool_id}/tests/{case_id}", summary="One saved test case")
@@ -79,13 +80,12 @@ async def case_from_execution(svc: Svc, who: Writer, execution_id: str,
 
     body = body or FromRun()
     await svc.registry.catch_up()
-    owner = _owner(svc, who.workspace)
     try:
-        root = await get_run(_history(svc), owner, execution_id)
+        root = await get_run(_history(svc), who.workspace, execution_id)
         runs = [root] if root is not None else []
         todo = list(root["children"]) if root is not None else []
         while todo and len(runs) < MAX_RUNS:
-            child = await get_run(_history(svc), owner, todo.pop(0))
+            child = await get_run(_history(svc), who.workspace, todo.pop(0))
             if child is not None:
                 runs.append(child)
                 todo += child["children"]
@@ -109,8 +109,7 @@ async def case_from_execution(svc: Svc, who: Writer, execution_id: str,
 def _tool_of(svc: Services, published_tool_id: str, workspace: str) -> str:
     """The tool a run belongs to: its published tool's (a test run's ``test-<toolId>``)."""
     state = svc.registry.state
-    if published_tool_id.startswith(FORK_PREFIX):  # fork:<publishedToolId>:<forkId>
-        published_tool_id = published_tool_id[len(FORK_PREFIX):].rsplit(":", 1)[0]
+    published_tool_id = origin_of(published_tool_id)  # a fork's run: the tool it forked
     tool_id = state.published.get(published_tool_id) or published_tool_id.removeprefix("test-")
     get_tool(state, tool_id, workspace=workspace)
     return tool_id

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Query
 
 from ..registry.models import RollbackIn
 from ..registry.versions import parse_side
-from .auth import Caller, Writer
+from .auth import Caller
+from .authorization import Authorized, refuse_unresolved_references
 from .deps import Services, services
-from .tools_routes import refuse_foreign
 
 router = APIRouter(tags=["versions"])
 Svc = Annotated[Services, Depends(services)]
@@ -46,7 +46,9 @@ async def diff_versions(
 
 @router.post("/tools/{tool_id}/rollback",
              summary="Publish version n's definition again, as the next version")
-async def rollback(svc: Svc, who: Writer, tool_id: str, body: RollbackIn) -> dict[str, Any]:
-    old = await svc.versions.get(tool_id, body.version, scope=who.scope)
-    refuse_foreign(svc, who.workspace, old["definition"])
-    return await svc.versions.rollback(tool_id, body.version, note=body.note, scope=who.scope)
+async def rollback(svc: Svc, grant: Authorized, tool_id: str,
+                   body: RollbackIn) -> dict[str, Any]:
+    old = await svc.versions.get(tool_id, body.version, scope=grant.scope)
+    refuse_unresolved_references(svc, grant, old["definition"])
+    return await svc.versions.rollback(tool_id, body.version, note=body.note,
+                                       scope=grant.scope)

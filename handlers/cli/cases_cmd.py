@@ -35,6 +35,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
     async def go(ops: Ops) -> list[dict[str, Any]]:
         from ..registry.errors import Invalid
+        from ..registry.scope import shell_grant
         from ..registry.tools import get_tool
 
         scope = scope_of(args)
@@ -51,7 +52,8 @@ def cmd_test(args: argparse.Namespace) -> int:
             version = (tool.get("publishedTool") or {}).get("version") if args.published else None
             if args.published and version is None:
                 raise Invalid(f"tool {tool_id!r} is not published (run without --published)")
-            reports.append({**await runner.run(tool_id, version=version, scope=scope),
+            reports.append({**await runner.run(tool_id, grant=shell_grant(scope.workspace),
+                                               version=version),
                             "name": tool.get("name", "")})
         return reports
 

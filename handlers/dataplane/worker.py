@@ -338,7 +338,8 @@ class Worker:
             asyncio.create_task(self._every(60_000, self._trim_executions)),
         ]
         if s.metrics_port:
-            self.health = await HealthServer(s.metrics_host, s.metrics_port, self.ready,
+            self.health = await HealthServer(s.metrics_host or s.api_host, s.metrics_port,
+                                             self.ready,
                                              self._refresh_gauges, live=self.live).start()
         prom.UP.set(1)
         self._reader_changed()

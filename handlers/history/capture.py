@@ -21,13 +21,15 @@ from typing import Any
 import msgspec
 
 from chatflow.runtime.state import LogEntry, decode_log
-from chatflow.schemas.wire import ToolExecutionStreamEvent
+from chatflow.schemas.wire import ScopedExecutionEvent
 
 from ..keys import Keys
 from ..redaction import redact
 from ..redis_client import Client, Entry
 
-_event = msgspec.json.Decoder(ToolExecutionStreamEvent)
+# Every execution event read as the scoped one: a run of ``default`` writes the plain event,
+# which reads as workspace ``default``.
+_event = msgspec.json.Decoder(ScopedExecutionEvent)
 MAX_TEXT = 64 * 1024  # a result or a message longer than this is cut: rows stay bounded
 _STATUS = {"tool_timeout": "timeout", "execution_cancelled": "cancelled"}
 
@@ -60,13 +62,13 @@ def _ms(iso: str, fallback: int) -> int:
         return fallback
 
 
-def status_of(event: ToolExecutionStreamEvent) -> str:
+def status_of(event: ScopedExecutionEvent) -> str:
     if event.success:
         return "ok"
     return _STATUS.get(event.errorCode or "", "error")
 
 
-def parse_events(entries: list[Entry]) -> list[tuple[str, ToolExecutionStreamEvent, int]]:
+def parse_events(entries: list[Entry]) -> list[tuple[str, ScopedExecutionEvent, int]]:
     """(dedup id, event, entry ms) of every readable execution event; others are skipped."""
     out = []
     for entry_id, fields in entries:
@@ -126,7 +128,7 @@ def _contact(log: list[LogEntry]) -> str | None:
     return str(value) if value is not None else None
 
 
-def _root_tool(event: ToolExecutionStreamEvent, root_log: list[LogEntry]) -> str:
+def _root_tool(event: ScopedExecutionEvent, root_log: list[LogEntry]) -> str:
     """The root's publishedToolId: the run's own at depth 0, else its root's ``started``
     entry; a child whose root log is gone keeps its own (documented in docs/history.md)."""
     if event.depth == 0:
@@ -154,7 +156,7 @@ def step_row(exec_id: str, seq: int, e: LogEntry) -> dict[str, Any]:
     }
 
 
-def capture(dedup: str, event: ToolExecutionStreamEvent, entry_ms: int,
+def capture(dedup: str, event: ScopedExecutionEvent, entry_ms: int,
             log: list[LogEntry] | None, root_log: list[LogEntry] | None) -> Captured:
     """The run row (and its steps, when the log was still there) of one execution event."""
     ended = _ms(event.occurredAt, entry_ms)
@@ -185,6 +187,7 @@ def capture(dedup: str, event: ToolExecutionStreamEvent, entry_ms: int,
         "ended_ms": ended, "duration_ms": duration,
         "trace": "stored" if log else "expired",
         "forked_from_execution_id": None, "forked_from_block_id": None,
+        "workspace": event.workspace,
     }
     steps = [step_row(dedup, seq, e) for seq, e in enumerate(log)]
     partition = None

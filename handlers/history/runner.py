@@ -25,14 +25,14 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..keys import HISTORY_GROUP, Keys
+from ..keys import HISTORY_GROUP, Keys, origin_of
 from ..projections.progress import GroupProgress
 from ..redaction import redact_definition
 from ..redis_client import Client, Entry
 from ..settings import Settings
+from .backfill import backfill_workspaces, owners
 from .capture import Captured, capture, parse_events, read_logs
 from .db import HistoryError, check, engine_for, upgrade
-from .fork import origin_of
 from .writer import HistoryWriter
 
 log = structlog.get_logger("chatflow.history")
@@ -64,6 +64,9 @@ class HistoryProjection:
         if migrate:
             await upgrade(self.engine)
         await check(self.engine)
+        filled = await backfill_workspaces(self.engine, await owners(self.client, self.keys))
+        if filled:
+            log.info("history rows given their workspace", rows=filled)
         await self.ensure_group()
 
     async def ensure_group(self) -> None:
@@ -177,8 +180,9 @@ class HistoryProjection:
             now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
             trace_retention_ms=s.history_trace_retention_s * 1000,
             run_retention_ms=s.history_run_retention_s * 1000, batch=s.history_prune_batch)
-        if pruned.traces or pruned.runs:
-            log.info("history pruned", traces=pruned.traces, runs=pruned.runs)
+        if pruned.traces or pruned.runs or pruned.definitions:
+            log.info("history pruned", traces=pruned.traces, runs=pruned.runs,
+                     definitions=pruned.definitions)
 
     async def tick(self, dispatch: Process, held: set[bytes] | None = None) -> None:
         """One maintenance round (the worker's reclaim loop): reclaim, then prune."""

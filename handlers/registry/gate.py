@@ -18,7 +18,7 @@ from chatflow.runtime.registry.validation import check_publish
 
 from .errors import Conflict, Invalid
 from .log import Append
-from .scope import SHELL, Scope
+from .scope import SHELL, Grant, Scope
 from .testcases import CaseRunner
 from .tools import ToolOps, get_tool
 
@@ -64,7 +64,7 @@ async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
         if problems:
             raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
                           problems=problems, code="invalid_definition")
-        report = await cases.run(tool_id, scope=scope)
+        report = await cases.run(tool_id, grant=Grant(scope.workspace, scope.actor, scope.name))
         summary.update(passed=report["passed"], failed=report["failed"])
         failed = failures(report)
         if failed and not force:

@@ -39,6 +39,7 @@ from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
 from .mocking import MockedBlocks
+from .scope import Grant
 
 _result = msgspec.json.Decoder(ToolResult)
 
@@ -103,21 +104,21 @@ class InlineRunner:
         event loop must not end with them still running)."""
         await self.sandbox.aclose()
 
-    async def run(self, published: PublishedTool | ToolFailure, *, inputs: dict[str, Any],
-                  variables: dict[str, Any], start_block: str | None = None,
-                  contact: str = "inline", mocks: dict[str, Any] | None = None,
-                  workspace: str | None = None) -> InlineRun:
-        """Run ``published`` to its answer. ``workspace``: the caller's, where the run's
-        blocks resolve what they name (a test run's); ``mocks``: a saved case's answers."""
+    async def run(self, published: PublishedTool | ToolFailure, *, grant: Grant,
+                  inputs: dict[str, Any], variables: dict[str, Any],
+                  start_block: str | None = None, contact: str = "inline",
+                  mocks: dict[str, Any] | None = None) -> InlineRun:
+        """Run ``published`` to its answer. The tree runs in ``grant``'s workspace, whatever
+        the record says: its blocks resolve servers, credentials and tools there.
+        ``mocks``: a saved test case's answers (``handlers.registry.mocking``)."""
         pt = published.id if isinstance(published, PublishedTool) else "inline"
         digest, data = "", b""
         if isinstance(published, PublishedTool):
-            if workspace is not None:
-                published = published.model_copy(update={"workspace": workspace})
+            update: dict[str, Any] = {"workspace": grant.workspace}
             if start_block:
-                definition = published.definition.model_copy(
+                update["definition"] = published.definition.model_copy(
                     update={"onboardingBlockId": start_block})
-                published = published.model_copy(update={"definition": definition})
+            published = published.model_copy(update=update)
             data = published.model_dump_json(by_alias=True).encode()
             digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
             self.definitions.put(digest, published)

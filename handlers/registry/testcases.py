@@ -32,7 +32,7 @@ from .errors import Conflict, Invalid, NotFound
 from .inline import InlineRun, InlineRunner
 from .log import Append
 from .registry import Registry
-from .scope import SHELL, Scope
+from .scope import SHELL, Grant, Scope
 from .tools import case_field, get_tool, new_id
 
 log = structlog.get_logger("chatflow.registry")
@@ -207,13 +207,13 @@ class CaseRunner:
                           problems=[f"definition.{p}" for p in problems])
         return Target(tool_id, str(tool.get("name", "")), against, parsed, raw)
 
-    async def run(self, tool_id: str, *, version: int | None = None,
-                  case_ids: list[str] | None = None, scope: Scope = SHELL) -> dict[str, Any]:
-        """Every case (or ``case_ids``) against the draft or ``version``: a report with each
-        case's verdict and differences."""
+    async def run(self, tool_id: str, *, grant: Grant, version: int | None = None,
+                  case_ids: list[str] | None = None) -> dict[str, Any]:
+        """Every case (or ``case_ids``) against the draft or ``version``, each run in the
+        grant's workspace: a report with each case's verdict and differences."""
         await self.registry.catch_up()
         state = self.registry.state
-        target = self.target(state, tool_id, version, scope.workspace)
+        target = self.target(state, tool_id, version, grant.workspace)
         cases = _ordered(state.cases.get(tool_id, {}))
         if case_ids is not None:
             known = {c["id"] for c in cases}
@@ -221,31 +221,30 @@ class CaseRunner:
             if missing:
                 raise NotFound(f"tool {tool_id!r} has no test case {missing[0]!r}")
             cases = [c for c in cases if c["id"] in set(case_ids)]
-        return await self.run_cases(target, cases, scope.workspace)
+        return await self.run_cases(target, cases, grant)
 
     async def run_cases(self, target: Target, cases: list[Record],
-                        workspace: str) -> dict[str, Any]:
+                        grant: Grant) -> dict[str, Any]:
         gate = asyncio.Semaphore(PARALLEL)
 
         async def one(case: Record) -> dict[str, Any]:
             async with gate:
-                return await self._one(target, case, workspace)
+                return await self._one(target, case, grant)
 
         results = list(await asyncio.gather(*(one(c) for c in cases)))
         failed = sum(1 for r in results if not r["passed"])
         return {"toolId": target.tool_id, "against": target.against,
                 "passed": len(results) - failed, "failed": failed, "cases": results}
 
-    async def _one(self, target: Target, case: Record, workspace: str) -> dict[str, Any]:
+    async def _one(self, target: Target, case: Record, grant: Grant) -> dict[str, Any]:
         mocks: dict[str, Any] = case.get("mocks") or {}
         static = [{"field": f"mocks.{key}", "expected": why, "actual": mocks[key]}
                   for key, why in _mock_problems(target.definition, mocks)]
         published = PublishedTool(id=f"test-{target.tool_id}", toolId=target.tool_id,
                                   name=target.name, definition=target.definition)
-        run = await self.inline.run(published, inputs=case.get("inputs") or {},
+        run = await self.inline.run(published, grant=grant, inputs=case.get("inputs") or {},
                                     variables=case.get("variables") or {},
-                                    contact=case.get("contactId") or "test", mocks=mocks,
-                                    workspace=workspace)
+                                    contact=case.get("contactId") or "test", mocks=mocks)
         body = run.body()
         path = [e.blockId for e in run.trace
                 if e.type == "block" and e.execId == run.execution_id and e.blockId]

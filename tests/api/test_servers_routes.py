@@ -129,7 +129,7 @@ async def test_llm_credentials_are_stored_encrypted_and_cached_in_clear(api: Api
         "apiKey": "sk-live-abcdef"})
     assert "sk-live-abcdef" not in str(created)
     cache = await api.get_key(api.keys.llm_credential("cred-1"))
-    assert cache == {"id": "cred-1", "name": "OpenAI", "provider": "openai",
+    assert cache == {"id": "cred-1", "workspace": "default", "name": "OpenAI", "provider": "openai",
                      "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-live-abcdef",
                      "apiKeyOrigin": "http://127.0.0.1:9"}
     log = await api.client.xrange(api.keys.registry)
