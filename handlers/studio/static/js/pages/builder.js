@@ -4,6 +4,7 @@
 // Also: name and description, the agents configuration, save/publish/trash, the test panel and
 // the seven-day chart. A tool made by "New tool" exists only from its first save.
 import { api, ApiError } from "../api.js";
+import { casesPanel, gateFailures } from "../cases.js";
 import { createCanvas, NODE_W, positionsOf, autoLayout } from "../canvas.js";
 import { chart } from "../chart.js";
 import { confirmDialog } from "../dialog.js";
@@ -12,6 +13,7 @@ import { blockForm, newBlock } from "../forms.js";
 import { blockOfPath, blocksOf, exitsOf, references, TYPES } from "../graph.js";
 import { history as makeHistory } from "../history.js";
 import { showTestRun } from "../trace.js";
+import { versionsPanel } from "../versions.js";
 import { recentRuns, refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
@@ -77,8 +79,10 @@ export async function builderPage(ctx, toolId, newName) {
   function showState(t) {
     if (!t) { state.textContent = "new · not saved yet"; return; }
     const pub = t.publishedTool || null;
+    // The live version's number (a save bumps only the draft's revision, not this).
+    const live = t.publishedVersion ?? (pub ? pub.version : undefined);
     state.textContent = `${t.status || (pub ? "published" : "draft")}${pub ? ` · published as ${pub.id}` : ""}`
-      + `${t.version !== undefined ? ` · version ${t.version}` : ""}`;
+      + `${live !== undefined && live !== null ? ` · version ${live}` : ""}`;
   }
   showState(isNew ? null : tool);
 
@@ -435,7 +439,8 @@ export async function builderPage(ctx, toolId, newName) {
     catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (err.problems.length) { serverProblems = err.problems; renderProblems(); markCanvas(); }
-      publishOut.replaceChildren(refusal(err));
+      // The publish gate's failing cases and their runs, beside the Publish button.
+      publishOut.replaceChildren(err.body.error === "tests_failed" ? gateFailures(err, { force: publish }) : refusal(err));
     }
   }
   async function trash() {
@@ -451,12 +456,21 @@ export async function builderPage(ctx, toolId, newName) {
     if (ok === null) return;
     await act(async () => { await api("DELETE", `/tools/${enc(toolId)}`); savedAs = snapshot(); ctx.go("#/trash"); }, () => "Moved to the trash.");
   }
+  // Publishes the draft; the saved test cases run first (``note``: with ``force``, past them).
+  function publish(note) {
+    const body = note === undefined ? {} : { force: true, note };
+    return act(async () => { await save(); return api("POST", `/tools/${enc(toolId)}/publish`, body); },
+      (t) => { published(t); return `Published as ${t.publishedTool ? t.publishedTool.id : t.publishedToolId}, version ${t.publishedVersion}.`; });
+  }
+  function published(t) {
+    showState(t);
+    for (const panel of [versions, cases]) if (panel) panel.reload().catch(() => {});
+  }
   const undoBtn = rw ? button("Undo", () => travel(hist.undo()), { "aria-keyshortcuts": "Control+Z" }) : null;
   const redoBtn = rw ? button("Redo", () => travel(hist.redo()), { "aria-keyshortcuts": "Control+Shift+Z" }) : null;
   const actions = rw ? h("div", { class: "actions" },
     undoBtn, redoBtn, saveBtn,
-    button("Publish", () => act(async () => { await save(); return api("POST", `/tools/${enc(toolId)}/publish`); },
-      (t) => { showState(t); return `Published as ${t.publishedTool ? t.publishedTool.id : t.publishedToolId}.`; }), { class: "primary" }),
+    button("Publish", () => publish(), { class: "primary" }),
     button(isNew ? "Discard" : "Move to trash", trash, { class: "danger" })) : null;
 
   // Undo/redo from the keyboard, except inside a text field (which has its own undo).
@@ -509,6 +523,9 @@ export async function builderPage(ctx, toolId, newName) {
   }
 
   const days = isNew ? null : await optional(api("GET", `/tools/${enc(toolId)}/daily`).then((r) => r.days), null);
+  const panelEnv = { ctx, tool: { id: isNew ? null : toolId }, rw, onPublished: published };
+  const cases = casesPanel(panelEnv);
+  const versions = versionsPanel(panelEnv);
 
   const palette = rw ? h("section", { class: "palette", "aria-labelledby": "palette-h" },
     h("h2", { id: "palette-h" }, "Add block"),
@@ -539,6 +556,7 @@ export async function builderPage(ctx, toolId, newName) {
             : h("p", {}, def.enabledForAI ? "Enabled for AI agents." : "Not enabled for AI agents."),
           agents))),
     testPanel,
+    cases, versions,
     isNew ? null : recentRuns(toolId),
     days ? h("section", { "aria-labelledby": "days-h" }, h("h2", { id: "days-h" }, "Last seven days"), chart(days)) : null);
   // The canvas measures itself, so it is drawn once the page is in the document.

@@ -2,8 +2,10 @@
 // run's page: its definition as it ran on the builder's canvas (js/canvas.js, read-only) with
 // the path highlighted and each node's status and duration, a node's data on click (what it
 // read and wrote, its HTTP exchange, its error), a callTool's child run opened in place, and
-// "Run from here" (fork), whose answer shows next to the original's.
+// "Run from here" (fork), whose answer shows next to the original's, and "Save as test case"
+// (js/cases.js): the run's inputs and its blocks' recorded answers kept as a case of its tool.
 import { api, ApiError } from "../api.js";
+import { saveAsCase } from "../cases.js";
 import { runOverlay, showRun } from "../canvas.js";
 import { button, field, h, json, when } from "../dom.js";
 import { blocksOf, readsOf } from "../graph.js";
@@ -231,6 +233,7 @@ async function runView(ctx, executionId) {
     h("p", { class: run.status === "ok" ? "ok" : "err" },
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
     forked, forks, parent, answers,
+    ctx.canWrite ? saveAsCase(ctx, run) : null,
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
     def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
       : h("p", { class: "muted" }, "The definition this run used is not stored."),
