@@ -164,3 +164,25 @@ async def test_two_api_processes_see_each_others_versions_and_cases(api: Api) ->
             "name": "now failing", "expect": {"result": "not ok"}})
         refused = await api.fails("POST", "/tools/t-two/publish", 409)
         assert refused["error"] == "tests_failed"
+
+
+async def test_saved_cases_are_capped_per_tool_per_key_and_in_size(
+        redis_url: str, prefix: str) -> None:
+    from tests.api.support import api_settings, running_api
+
+    settings = api_settings(redis_url, prefix, tests_max_per_tool=2, tests_max_per_key=3,
+                            tests_max_case_bytes=2048)
+    async with running_api(settings) as capped:
+        for tool_id in ("t-a", "t-b"):
+            await capped.ok("POST", "/tools", 201, json={"id": tool_id,
+                                                         "definition": definition(ret())})
+        for i in range(2):
+            await capped.ok("POST", "/tools/t-a/tests", 201, json={"name": f"a{i}"})
+        full = await capped.fails("POST", "/tools/t-a/tests", 409, json={"name": "a2"})
+        assert full["error"] == "too_many_test_cases" and "PER_TOOL" in full["message"]
+        await capped.ok("POST", "/tools/t-b/tests", 201, json={"name": "b0"})
+        mine = await capped.fails("POST", "/tools/t-b/tests", 409, json={"name": "b1"})
+        assert "PER_KEY" in mine["message"]
+        big = await capped.fails("POST", "/tools/t-b/tests", 400, json={
+            "name": "big", "inputs": {"text": "x" * 4000}})
+        assert big["error"] == "test_case_too_large"

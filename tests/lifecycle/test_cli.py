@@ -87,3 +87,21 @@ async def test_chatflow_test_runs_the_workspaces_cases_and_writes_junit(
     assert ET.parse(report).getroot().get("failures") == "0"
     assert (await shell("test", "t-none")).code == 2
     assert (await shell("test", "t-good", "--published")).code == 2  # never published
+
+
+async def test_chatflow_publish_file_runs_the_tools_saved_cases_first(
+        api: Api, shell: Shell, tmp_path: Path) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-file", "definition": scripted("one")})
+    pt = (await api.ok("POST", "/tools/t-file/publish"))["publishedToolId"]
+    await api.ok("POST", "/tools/t-file/tests", 201, json={
+        "id": "one", "name": "says one", "expect": {"result": "one"}})
+    file = tmp_path / "tool.json"
+    file.write_text(json.dumps({"id": pt, "toolId": "t-file", "definition": scripted("two")}))
+    refused = await shell("publish", str(file))
+    assert refused.code == 2 and "1 of 1 saved test case(s) fail" in refused.err
+    assert (await api.ok("GET", "/tools/t-file"))["publishedVersion"] == 1
+    await api.ok("PUT", "/tools/t-file/tests/one", json={"name": "says two",
+                                                          "expect": {"result": "two"}})
+    published = await shell("publish", str(file))
+    assert published.code == 0, published.err
+    assert (await api.ok("GET", "/tools/t-file"))["publishedVersion"] == 2
