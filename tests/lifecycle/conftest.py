@@ -13,8 +13,9 @@ import structlog
 
 from chatflow.handlers.cli import main, registry_cmd
 from tests.api.support import ENCRYPTION_KEY, api, upstream
+from tests.history.test_api import both
 
-__all__ = ["Shell", "api", "shell", "upstream"]
+__all__ = ["Shell", "api", "both", "shell", "upstream"]
 
 
 @dataclass

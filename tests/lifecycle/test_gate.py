@@ -1,34 +1,15 @@
 """The publish gate, and a test case saved from a recorded run (real worker, real API, the run
-history on SQLite): the case fails until the draft is fixed, then the gate lets it publish."""
+history on SQLite: the ``both`` fixture of tests/history/test_api.py): the case fails until the
+draft is fixed, then the gate lets it publish."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from chatflow.handlers.history.db import engine_for, upgrade
-from tests.api.support import Api, api_settings, running_api
+from tests.api.support import Api
 from tests.harness import Harness
 from tests.registry.defs import definition, ret, to
 from tests.support.http import LoopbackServer
-
-
-@pytest.fixture
-async def both(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Api]]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    engine = engine_for(url)
-    await upgrade(engine)
-    await engine.dispose()
-    h = Harness(redis_url, prefix, history_url=url)
-    try:
-        await h.start_worker()
-        async with running_api(api_settings(redis_url, prefix, history_url=url)) as api:
-            yield h, api
-    finally:
-        await h.close()
 
 
 def first_name(url: str, source: str) -> dict[str, Any]:
