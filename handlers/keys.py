@@ -40,6 +40,17 @@ def origin_of(published_tool_id: str) -> str:
 class Keys(PublicKeys):
     partitions: int = 4
 
+    def workspace_secrets(self, workspace: str) -> str:
+        """Set of the workspace's stored secret values, decrypted (server secret headers, LLM
+        API keys), projected by the registry beside its caches: what the history, debug
+        events and endpoint tests mask wherever it appears (handlers/redaction.py)."""
+        return f"{self.prefix}secrets:{workspace}"
+
+    @property
+    def workspace_secrets_index(self) -> str:
+        """Set of the workspaces that have a ``workspace_secrets`` set."""
+        return f"{self.prefix}secrets-index"
+
     # -- access control (docs/security.md) ----------------------------------------
     def held_by_key(self, key_id: str) -> str:
         """Zset of the long requests one API key holds (lease id -> expiry ms;

@@ -21,6 +21,7 @@ from chatflow.schemas.wire import (
 
 from .interpolation import render
 from .limits import loggable
+from .masking import mask
 from .state import Emit, ExecState, RootInfo
 
 _enc = msgspec.json.Encoder()
@@ -163,7 +164,9 @@ def debug_emit(
     state: ExecState, kind: str, action_type: str, payload: dict[str, Any], now: int,
     cap: int = DEBUG_VALUE_MAX_BYTES,
 ) -> Emit:
-    payload = {k: loggable(v, cap) for k, v in payload.items()}
+    # The one masking policy's names, text and depth rules (runtime/masking.py); the worker
+    # masks the workspace's stored secret values too (handlers/dataplane/store.py).
+    payload = {k: loggable(mask(v), cap) for k, v in payload.items()}
     event = DebugEvent(
         type=kind,  # type: ignore[arg-type]
         actionType=action_type,

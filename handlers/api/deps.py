@@ -10,6 +10,7 @@ from fastapi import Request
 from chatflow.runtime.outbound import Outbound
 
 from ..keys import Keys
+from ..redaction import SecretIndex
 from ..redis_client import Client
 from ..registry import Registry
 from ..registry.crypto import SecretBox
@@ -34,6 +35,7 @@ class Services:
     credentials: CredentialOps
     inline: InlineRunner
     held: HeldConnections
+    secrets: SecretIndex
     versions: VersionOps
     cases: CaseOps
     case_runner: CaseRunner
@@ -52,11 +54,12 @@ class Services:
             history = engine_for(settings.history_url)
         tools = ToolOps(registry)
         inline = InlineRunner(settings, client, keys, http)
+        secrets = SecretIndex(client, keys)
         return cls(settings, client, keys, http, registry, tools,
                    ServerOps(registry, http, limits), CredentialOps(registry), inline,
-                   HeldConnections(settings, keys, client), VersionOps(tools),
-                   CaseOps(registry, CaseLimits.of(settings)),
-                   CaseRunner(registry, inline, history), history)
+                   HeldConnections(settings, keys, client), secrets,
+                   VersionOps(tools), CaseOps(registry, CaseLimits.of(settings)),
+                   CaseRunner(registry, inline, history, secrets), history)
 
     async def close(self) -> None:
         await self.inline.aclose()

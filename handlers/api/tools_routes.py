@@ -110,7 +110,9 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
     if svc.history is None or tool is None or workspace_of(tool) != workspace:
         return False
     try:
-        return await record_test_run(svc.history, run.executions, run.trace, run.definition)
+        secrets = await svc.secrets.of(workspace)
+        return await record_test_run(svc.history, run.executions, run.trace, run.definition,
+                                     secrets)
     except (SQLAlchemyError, OSError) as exc:
         log.warning("a test run was not kept in the run history", error=exc.__class__.__name__,
                     tool_id=tool_id)

@@ -40,6 +40,7 @@ from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
 from ..operations.loop import running_loop_name
 from ..projections.execlog import ExecutionLog, trim_source
+from ..redaction import SecretIndex
 from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
 from .batches import GroupReader, by_slot
@@ -114,6 +115,7 @@ class Worker:
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
                                            s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s),
                            log_value_max_bytes=s.log_value_max_bytes)
+        self.store.secrets = SecretIndex(self.client, self.keys)
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = s.outbound()

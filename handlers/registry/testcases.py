@@ -26,6 +26,7 @@ from chatflow.runtime.registry.state import Record
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool, ToolDefinition
 
+from ..redaction import SecretIndex
 from ..settings import Settings
 from .case_models import CaseIn
 from .errors import Conflict, Invalid, NotFound
@@ -183,10 +184,12 @@ class Target:
 class CaseRunner:
     """Runs saved test cases in this process (the API's, or the CLI's)."""
 
-    def __init__(self, registry: Registry, inline: InlineRunner, history: Any = None) -> None:
+    def __init__(self, registry: Registry, inline: InlineRunner, history: Any = None,
+                 secrets: SecretIndex | None = None) -> None:
         self.registry = registry
         self.inline = inline
         self.history = history  # the run history's engine, or None
+        self.secrets = secrets  # the workspaces' stored secret values, masked in the history
 
     def target(self, state: RegistryState, tool_id: str, version: int | None,
                workspace: str) -> Target:
@@ -255,9 +258,9 @@ class CaseRunner:
                 "path": path, "executionId": run.execution_id, "durationMs": body["durationMs"],
                 "unusedMocks": sorted(set(mocks) - run.mocks_used),
                 "needs": case.get("needs") or [], "trace": body["trace"],
-                "inHistory": await self._keep(run)}
+                "inHistory": await self._keep(run, grant.workspace)}
 
-    async def _keep(self, run: InlineRun) -> bool:
+    async def _keep(self, run: InlineRun, workspace: str) -> bool:
         """The run in the run history (its page shows it); a history that cannot write
         costs the link, never the verdict."""
         if self.history is None:
@@ -267,8 +270,9 @@ class CaseRunner:
         from ..history.test_runs import record_test_run
 
         try:
+            secrets = await self.secrets.of(workspace) if self.secrets is not None else ()
             return await record_test_run(self.history, run.executions, run.trace,
-                                         run.definition)
+                                         run.definition, secrets)
         except (SQLAlchemyError, OSError) as exc:
             log.warning("a test case's run was not kept in the run history",
                         error=exc.__class__.__name__)
