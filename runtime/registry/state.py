@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-# Re-exported (the registry's modules and handlers import them from here).
 from ..tenancy import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
 from ..tenancy import resolves
 from ..tenancy import workspace_of as workspace_of

@@ -55,8 +55,12 @@ function expectation(c) {
   return parts.join(", ");
 }
 
-/** The Test cases panel. @param {{ctx: any, tool: {id: string|null}, rw: boolean}} env */
-export function casesPanel({ ctx, tool, rw }) {
+/**
+ * The Test cases panel (js/builder/panels.js); reloaded after a publish (``env.published``).
+ * @param {{ctx: any, tool: {id: string|null}, rw: boolean, published?: ((t: any) => void)[]}} env
+ */
+export function casesPanel(env) {
+  const { ctx, tool, rw } = env;
   if (tool.id === null) return null;
   const toolId = tool.id;
   const listBox = h("div", {});
@@ -100,7 +104,7 @@ export function casesPanel({ ctx, tool, rw }) {
   const section = h("section", { class: "card cases-panel", "aria-labelledby": "cases-h" },
     h("h2", { id: "cases-h" }, "Test cases"), listBox,
     rw ? button("Run test cases", runAll) : null, out);
-  section.reload = load;
+  if (env.published) env.published.push(() => { load().catch(() => {}); });
   ctx.afterMount(() => { load().catch(() => {}); });
   return section;
 }
