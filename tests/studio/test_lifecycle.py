@@ -16,6 +16,10 @@ from tests.studio.support import Studio, running_studio
 from tests.studio.test_live import calling, publish
 from tests.support.http import LoopbackServer
 
+# A publish runs the tool's saved cases first (a V8 sandbox, the run history): on a loaded
+# machine its answer can take longer than expect()'s 5 s. Waited for, never slept.
+CASES_RUN_MS = 30_000
+
 
 def scripted(text: str, extra: bool = False) -> dict[str, Any]:
     blocks: dict[str, Any] = {
@@ -132,7 +136,7 @@ async def test_a_run_saved_as_a_test_case_guards_the_publish_beside_the_button(
     await expect(cases.get_by_role("list", name="Saved test cases")).to_contain_text("mocks h")
     await page.get_by_role("button", name="Publish", exact=True).click()
     gate = page.get_by_role("alert").filter(has_text="Not published")
-    await expect(gate).to_contain_text("1 saved test case(s) fail")
+    await expect(gate).to_contain_text("1 saved test case(s) fail", timeout=CASES_RUN_MS)
     failing = gate.get_by_role("list", name="Failing test cases")
     await expect(failing).to_contain_text("empty search")
     await expect(failing.get_by_role("list", name="Differences of empty search")).to_contain_text(
@@ -144,13 +148,13 @@ async def test_a_run_saved_as_a_test_case_guards_the_publish_beside_the_button(
     await expect(page.get_by_role("heading", name="First name")).to_be_visible()
 
     await page.get_by_role("button", name="Publish", exact=True).click()
-    await gate.get_by_role("button", name="Publish anyway…").click()
+    await gate.get_by_role("button", name="Publish anyway…").click(timeout=CASES_RUN_MS)
     dialog = page.get_by_role("dialog", name="Publish past failing test cases?")
     await dialog.get_by_label("Note (why publish now)").fill("hotfix; case fixed next")
     await dialog.get_by_role("button", name="Publish anyway").click()
     await expect(page.get_by_role("status").filter(has_text="Published as")).to_contain_text(
-        "version 2")
+        "version 2", timeout=CASES_RUN_MS)
     versions = page.get_by_role("table", name="Published versions, newest first")
     await expect(versions.get_by_role("row").nth(1)).to_contain_text(
-        "hotfix; case fixed next (forced past 1 failing case(s))")
+        "hotfix; case fixed next (forced past 1 failing case(s))", timeout=CASES_RUN_MS)
     assert len(http_server.requests) == hits  # the case's runs were answered by its mock
