@@ -43,7 +43,7 @@ class MockOutbound(Outbound):
     async def exchange(self, method: str, url: str, *, headers: dict[str, str],
                        content: str | bytes | None, timeout_s: float,
                        max_bytes: int | None = None, max_redirects: int = MAX_REDIRECTS,
-                       secret_headers: Collection[str] = ()) -> Reply:
+                       secret_headers: Collection[str] = (), traced: bool = True) -> Reply:
         answer = _ANSWER.get()
         if answer is None:  # a block ran here without its mock: refuse, never send
             raise ToolFailure("mock_invalid", f"{method} {url}: nenhum mock para este bloco")
