@@ -166,6 +166,11 @@ class ErrorCode(StrEnum):
         "(variables_max_bytes): keep less in variables, or raise the limit",
         "Raised when a block's writes would take the variables past variables_max_bytes.")
 
+    MOCK_INVALID = Row(
+        "mock_invalid", "mock inválido para {block}: {cause}",
+        "Raised when a saved test case's mock does not fit its block, or a block of a test run "
+        "has no mock; nothing is sent.")
+
     # -- executeScript (the sandbox sets the message) ------------------------------------
     SCRIPT_ERROR = Row("script_error", "{cause}", "Raised when a script throws.")
     SCRIPT_TIMEOUT = Row("script_timeout", "{cause}",
@@ -371,6 +376,10 @@ def tool_invocations(max_invocations: int) -> ToolFailure:
 
 def block_not_supported(kind: str, block_id: str, pt: str) -> ToolFailure:
     return ErrorCode.BLOCK_NOT_SUPPORTED.failure(kind=kind, block=block_id, pt=pt)
+
+
+def mock_invalid(key: str, detail: str) -> ToolFailure:
+    return ErrorCode.MOCK_INVALID.failure(block=f"o bloco {key}", cause=detail)
 
 
 def execution_cancelled(reason: str = "") -> ToolFailure:

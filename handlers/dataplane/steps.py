@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 import structlog
@@ -24,7 +24,12 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
+from chatflow.runtime.outbound import (
+    enter_sending_while,
+    enter_traced,
+    leave_sending_while,
+    leave_traced,
+)
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import (
@@ -38,6 +43,9 @@ from ..operations import metrics
 from ..operations.logging import enter_execution, leave_execution
 from ..redis_client import Entry
 from .store import Commit, Store
+
+if TYPE_CHECKING:
+    from ..operations.tracing import Tracing
 
 log = structlog.get_logger("chatflow.steps")
 
@@ -110,7 +118,7 @@ class Pending:
 class StepProcessor:
     def __init__(self, store: Store, machine: Machine, runner: BlockRunner,
                  definitions: DefinitionCache, clock: Callable[[], int] = now_ms,
-                 run_ahead_budget_ms: int = 3_000) -> None:
+                 run_ahead_budget_ms: int = 3_000, tracing: Tracing | None = None) -> None:
         self.store = store
         self.machine = machine
         self.runner = runner
@@ -118,6 +126,7 @@ class StepProcessor:
         self.clock = clock
         self.steps_done = 0
         self.answered_checks = AnsweredChecks(store)
+        self.tracing = tracing  # None while tracing is off
         # The one component that carries a hop's transitions on (the intake shares it).
         self.run_ahead = RunAhead(machine, self._definition, run_block=self._run_inert,
                                   load_states=self._load_states, clock=clock,
@@ -197,7 +206,7 @@ class StepProcessor:
         for ((entry_id, msg), state, _), transition in zip(decided, carried, strict=True):
             root = state.rootId if state else msg.exec_id.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
-        metrics.observe_commits(commits, await self.store.commit(commits))
+        metrics.observe_commits(commits, await self.store.commit(commits), self.tracing)
 
     async def _run_inert(self, state: ExecState, block: RunnableBlock) -> Transition:
         """An inert block (runtime/runahead.py: a script, a callTool) sends no outbound
@@ -287,11 +296,15 @@ class StepProcessor:
         sending = enter_sending_while(
             partial(self.answered_checks.unanswered, state.partition, state.rootId),
             always=isinstance(item.block, HttpCallBlock))
+        # Tracing on: the block's requests carry its own span's traceparent (runtime/outbound.py).
+        traced = None if self.tracing is None else enter_traced(self.tracing.visit_headers(state))
         try:
             return await self._run_block(state, item.block)
         except Exception as exc:
             return self._crashed(state, exc)
         finally:
+            if traced is not None:
+                leave_traced(traced)
             leave_sending_while(sending)
             leave_execution(logged)
 

@@ -186,6 +186,9 @@ class MediaFetcher:
             if not media_id:
                 raise ErrorCode.MEDIA_ID_MISSING.failure(name=block.mediaIdVariable)
             url, stated = await self._resolve(media_id, headers, timeout_s, debug)
+            # Graph API and its CDN: a third party, which gets no trace context.
+            data, content_type = await self._download(url, headers, timeout_s, debug, False)
+            return data, best_mime(stated or content_type, data)
         else:
             url = block.urlVariable.strip()
             if not url.startswith(("http://", "https://")):
@@ -201,7 +204,7 @@ class MediaFetcher:
         base = self.config.graph_base_url.rstrip("/")
         meta_url = f"{base}/{self.config.graph_version.strip('/')}/{quote(media_id, safe='')}"
         debug["url"] = meta_url
-        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES)
+        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, False)
         debug["status"] = status
         if status >= 400:
             raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"Graph API GET {meta_url}",
@@ -220,9 +223,9 @@ class MediaFetcher:
         return url, mime if isinstance(mime, str) else None
 
     async def _download(self, url: str, headers: dict[str, str], timeout_s: float,
-                        debug: dict[str, Any]) -> tuple[bytes, str]:
+                        debug: dict[str, Any], traced: bool = True) -> tuple[bytes, str]:
         status, data, content_type = await self._get(url, headers, timeout_s,
-                                                     self.config.max_bytes)
+                                                     self.config.max_bytes, traced)
         debug["status"] = status
         if status >= 400:
             raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"GET {_no_query(url)}",
@@ -230,10 +233,10 @@ class MediaFetcher:
         return data, content_type
 
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int) -> tuple[int, bytes, str]:
+                   max_bytes: int, traced: bool = True) -> tuple[int, bytes, str]:
         try:
             return await self.client.send("GET", url, headers=headers, content=None,
-                              timeout_s=timeout_s, max_bytes=max_bytes)
+                              timeout_s=timeout_s, max_bytes=max_bytes, traced=traced)
         except ToolFailure as exc:
             if exc.code == ErrorCode.HTTP_RESPONSE_TOO_LARGE:
                 raise self._too_large(f"GET {_no_query(url)}") from exc

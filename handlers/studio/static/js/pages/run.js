@@ -4,6 +4,7 @@
 // read and wrote, its HTTP exchange, its error), a callTool's child run opened in place, and
 // "Run from here" (fork), whose answer shows next to the original's.
 import { api, ApiError } from "../api.js";
+import { saveAsCase } from "../cases.js";
 import { runOverlay, showRun } from "../canvas.js";
 import { button, field, h, json, when } from "../dom.js";
 import { blocksOf, readsOf } from "../graph.js";
@@ -159,7 +160,10 @@ export const BLOCK_ACTIONS = [
  * run's view and returns an element or null): a new action on a whole run is one entry here.
  * @type {((c: {ctx: any, view: any}) => (HTMLElement|null))[]}
  */
-export const RUN_ACTIONS = [];
+export const RUN_ACTIONS = [
+  // js/cases.js: the run's inputs and its blocks' recorded answers kept as a case of its tool.
+  ({ ctx, view }) => (ctx.canWrite ? saveAsCase(ctx, view.run) : null),
+];
 
 /** What a node read and wrote, its HTTP exchange, its error (the API masked any secret). */
 function nodeDetail(ctx, view, blockId) {
@@ -294,10 +298,15 @@ async function runView(ctx, executionId, level = 2) {
     ? h("p", {}, "Forks: ", run.forks.map((f) => [h("a", { href: `#/runs/${enc(f)}`, class: "fork-link" }, f), " "])) : null;
   const parent = run.parentExecutionId
     ? h("p", {}, "Called by ", h("a", { href: `#/runs/${enc(run.parentExecutionId)}` }, run.parentExecutionId)) : null;
+  // The run's OpenTelemetry trace, linked through CHATFLOW_TRACE_URL when it is set.
+  const traced = run.traceId
+    ? h("p", {}, "Trace ", run.traceUrl
+      ? h("a", { href: run.traceUrl, target: "_blank", rel: "noopener" }, run.traceId)
+      : h("code", {}, run.traceId)) : null;
   const el = h("div", { class: "run-view" },
     h("p", { class: run.status === "ok" ? "ok" : "err" },
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
-    forked, forks, parent, answers, RUN_ACTIONS.map((action) => action({ ctx, view })),
+    forked, forks, parent, traced, answers, RUN_ACTIONS.map((action) => action({ ctx, view })),
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
     def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
       : h("p", { class: "muted" }, "The definition this run used is not stored."),
