@@ -14,6 +14,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatflow.runtime.errors import ChatflowError
 from chatflow.runtime.registry import RegistryState, workspace_of
 from chatflow.runtime.registry.state import Record
 
@@ -120,7 +121,7 @@ async def _rotate(registry: Registry, kind: str, item_id: str, out: Rotation) ->
         out.objects.append(f"{kind} {item_id}")
 
 
-class _Unreadable(Exception):
+class _Unreadable(ChatflowError):
     """Raised when an object's stale secrets are all unreadable: there is nothing to write."""
 
 
