@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from chatflow.handlers.operations import metrics
-
 from tests.registry.defs import call_ai, call_endpoint, call_tool, definition, ret
 from tests.security.tenants import Tenants, ok, tenants
 
