@@ -6,13 +6,9 @@ real run history (SQLite), Debian's Chromium; selection by role and label."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
 from tests.studio.test_live import calling, publish
 from tests.support.http import LoopbackServer
 
@@ -81,15 +77,6 @@ async def test_versions_are_compared_on_the_canvas_and_rolled_back_naming_the_ca
     await expect(page.get_by_text(re.compile(r"published as .* · version 3$"))).to_be_visible()
     ran = await studio.harness.run(pt)
     assert ran.ok and ran.result == "v1"  # the rolled-back definition runs
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 def first_name(url: str, source: str) -> dict[str, Any]:
