@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..registry.errors import NotFound, Unauthorized
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["internal"])
@@ -40,7 +41,8 @@ def require_secret(svc: Svc,
     check_secret(svc.settings.internal_secret, x_internal_secret)
 
 
-@router.post("/internal/tools/execute", summary="Run a published tool with empty variables",
+@router.post("/internal/tools/execute", responses=answers(401, 404),
+             summary="Run a published tool with empty variables",
              dependencies=[Depends(require_secret)])
 async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
     raw = await svc.inline.store.get_tool(body.publishedToolId)

@@ -20,6 +20,7 @@ from ..registry.metrics import tool_metrics
 from ..registry.models import ToolCreate, ToolPatch, VersionIn
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
+from .contract import answers
 from .deps import Services, services
 
 log = structlog.get_logger("chatflow.api")
@@ -66,13 +67,14 @@ async def list_tools(svc: Svc, who: Caller,
             for t in tools]
 
 
-@router.post("/tools", status_code=201, summary="Create a tool (empty unless given)")
+@router.post("/tools", responses=answers(409), status_code=201, summary="Create a tool (empty unless given)")
 async def create_tool(svc: Svc, who: Writer,
                       body: Annotated[ToolCreate | None, Body()] = None) -> dict[str, Any]:
     return await svc.tools.create(body or ToolCreate(), scope=who.scope)
 
 
-@router.post("/tools/test-flow", summary="Run a tool from a chosen block; returns the trace")
+@router.post("/tools/test-flow", responses=answers(404),
+             summary="Run a tool from a chosen block; returns the trace")
 async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
     definition = body.definition
     tool_id = body.toolId or "test"
@@ -133,32 +135,35 @@ async def test_block(svc: Svc, who: Writer, body: TestBlock) -> dict[str, Any]:
     return run.body()
 
 
-@router.get("/tools/{tool_id}", summary="A tool and its published version (404 in the trash)")
+@router.get("/tools/{tool_id}", responses=answers(404),
+            summary="A tool and its published version (404 in the trash)")
 async def get_one(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
     return await svc.tools.view(tool_id, scope=who.scope)
 
 
-@router.patch("/tools/{tool_id}", summary="Save a draft (name, description, definition)")
+@router.patch("/tools/{tool_id}", responses=answers(404, 409),
+              summary="Save a draft (name, description, definition)")
 async def save_tool(svc: Svc, who: Writer, tool_id: str, body: ToolPatch) -> dict[str, Any]:
     return await svc.tools.save(tool_id, body, scope=who.scope)
 
 
-@router.delete("/tools/{tool_id}", summary="Move a tool to the trash")
+@router.delete("/tools/{tool_id}", responses=answers(404, 409), summary="Move a tool to the trash")
 async def trash_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.trash(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/restore", summary="Restore a tool from the trash")
+@router.post("/tools/{tool_id}/restore", responses=answers(404, 409), summary="Restore a tool from the trash")
 async def restore_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.restore(tool_id, scope=who.scope)
 
 
-@router.delete("/tools/{tool_id}/permanent", summary="Delete for good (only from the trash)")
+@router.delete("/tools/{tool_id}/permanent", responses=answers(404, 409),
+               summary="Delete for good (only from the trash)")
 async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.purge(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
+@router.post("/tools/{tool_id}/publish", responses=answers(404, 409), summary="Publish the current draft")
 async def publish_tool(svc: Svc, who: Writer, tool_id: str,
                        body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
     return await svc.tools.publish(tool_id, body.version if body else None, scope=who.scope)
@@ -169,13 +174,13 @@ async def get_agent(svc: Svc, who: Caller, agent_id: str) -> dict[str, Any]:
     return await svc.tools.agent(agent_id, scope=who.scope)
 
 
-@router.put("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+@router.put("/ai-agents/{agent_id}/tools/{tool_id}", responses=answers(404, 409), tags=["agents"],
             summary="Link a tool to an agent (AiAgentTool)")
 async def link_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
     return await svc.tools.link(agent_id, tool_id, scope=who.scope)
 
 
-@router.delete("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+@router.delete("/ai-agents/{agent_id}/tools/{tool_id}", responses=answers(404, 409), tags=["agents"],
                summary="Unlink a tool from an agent")
 async def unlink_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
     return await svc.tools.link(agent_id, tool_id, linked=False, scope=who.scope)
