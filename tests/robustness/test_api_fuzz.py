@@ -68,7 +68,7 @@ def fuzz(openapi: dict[str, Any], root: str, secrets: list[str],
                         problems.append(f"server error: {case.method} {case.formatted_path}")
                     if not headers and head.status_code != 401:
                         problems.append(f"answered without a key: {case.formatted_path}")
-                    if str(head.status_code) not in operation.definition.raw["responses"]:
+                    if str(head.status_code) not in case.operation.definition.raw["responses"]:
                         problems.append(f"undocumented status {head.status_code}: "
                                         f"{case.method} {case.formatted_path}")
                 return
