@@ -12,7 +12,7 @@ from typing import Any
 
 from chatflow.runtime.errors import ConfigurationError
 
-from .common import add_redis_flag, client_for, pairs, settings_from
+from .common import add_redis_flag, client_for, history_url, pairs, settings_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,10 +42,7 @@ async def _run(args: argparse.Namespace) -> int:
     from ..interfaces.client import wait_results
 
     settings = settings_from(args)
-    url = args.history_url or settings.history_url
-    if not url:
-        raise ConfigurationError("forks start from the run history: set CHATFLOW_HISTORY_URL "
-                                 "or pass --history-url")
+    url = history_url(args, settings, "forks start from the run history")
     definition = None
     if args.definition:
         try:
