@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,40 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
         if not sep or not name:
             raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
         out[name] = value
+    return out
+
+
+def variables(items: list[str], flag: str, base: dict[str, Any] | None = None,
+              value: Callable[[str], Any] = str) -> dict[str, Any]:
+    """Repeated ``--var NAME=VALUE`` flags as the top-level variables they set. A dotted NAME
+    (``order.total=40``) sets that path inside an object variable (a copy of ``base``'s, or a
+    new one): templates read ``{{order.total}}`` as a path, so a variable literally named
+    ``order.total`` is one no template could ever read. A path through a value that is not an
+    object is refused, naming it."""
+    import copy
+
+    out: dict[str, Any] = {}
+    for name, raw in pairs(items, flag).items():
+        head, *path = name.split(".")
+        if not head or not all(path):
+            raise ConfigurationError(f"{flag} {name}=...: an empty name in the path")
+        if not path:
+            out[head] = value(raw)
+            continue
+        if head not in out:
+            out[head] = copy.deepcopy((base or {}).get(head, {}))
+        node, where = out[head], head
+        for index, part in enumerate(path):
+            last = index == len(path) - 1
+            if not isinstance(node, dict):
+                raise ConfigurationError(
+                    f"{flag} {name}=...: {where} is {json.dumps(node)[:60]}, not an object; set "
+                    f"it whole ({flag} '{where}={{...}}')")
+            if last:
+                node[part] = value(raw)
+            else:
+                node = node.setdefault(part, {})
+                where = f"{where}.{part}"
     return out
 
 

@@ -158,3 +158,29 @@ async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) 
     assert proc.returncode == 0, err.decode()
     answer = json.loads(out.decode().strip().splitlines()[-1])
     assert answer["result"] == "n=2" and answer["forkedFrom"]["blockId"] == "s"
+
+
+async def test_chatflow_fork_sets_one_field_of_an_object_variable_and_keeps_the_others(
+        both: tuple[Harness, Api]) -> None:
+    """Issue 32: a dotted --var was a variable literally named `order.total`, which no template
+    reads; it now changes that field of the run's `order`, keeping `currency`."""
+    import asyncio
+    import os
+    import sys
+
+    h, _api = both
+    await h.put_tool("pt-o", tool("s", script("s", "return o.total + ' ' + o.currency", "v",
+                                              to("r"), inputs={"o": "{{order}}"}),
+                                  ret("r", "{{v}}")))
+    original = await h.run("pt-o", variables={"order": {"total": 10, "currency": "BRL"}})
+    assert original.result == "10 BRL"
+    await caught_up(h)
+    env = {**os.environ, "REDIS_URL": h.url, "CHATFLOW_PREFIX": h.settings.prefix,
+           "CHATFLOW_HISTORY_URL": h.settings.history_url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatflow.handlers.cli", "fork", original.executionId,
+        "--from", "s", "--var", "order.total=50", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out.decode().strip().splitlines()[-1])["result"] == "50 BRL"
