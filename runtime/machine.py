@@ -94,6 +94,10 @@ class Machine:
                       for m in cmd.action.inputVariables}
         except RenderTooLarge as exc:  # an input bomb: this command's error, not the batch's
             inputs, published = {}, ToolFailure("render_too_large", f"inputVariables: {exc}")
+        if not isinstance(published, ToolFailure) and published.forCommand not in (None, cmd.commandId):
+            # A record made for one command (a fork's) starts for that command only; the
+            # commandId guard makes that one execution (runtime/tenancy.py).
+            published = errors.tool_not_found(cmd.action.publishedToolId)
         workspace = "default" if isinstance(published, ToolFailure) else published.workspace
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
                         ctx.variables, context, now, workspace)
@@ -120,10 +124,11 @@ class Machine:
         state.toolId = published.toolId or state.toolId
         state.block = published.definition.onboardingBlockId
         t.definitions[def_hash] = def_bytes
-        t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
-                              detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
-                                      "variables": state.variables,
-                                      "context": recordable_command_context(context)}))
+        detail = {"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
+                  "variables": state.variables, "context": recordable_command_context(context)}
+        if workspace != "default":  # the tree's workspace, for readers of its log alone
+            detail["workspace"] = workspace
+        t.log.append(LogEntry("started", exec_id, now, blockId=state.block, detail=detail))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------

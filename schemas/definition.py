@@ -245,6 +245,9 @@ class PublishedTool(_Model):
     name: str = ""
     definition: ToolDefinition
     workspace: str = "default"
+    # Set on a record the runtime made for one command (a fork's): only that command may
+    # start it, and no callTool may name it (runtime/tenancy.py).
+    forCommand: str | None = None
 
 
 def format_validation_error(exc: ValidationError) -> list[str]:

@@ -25,6 +25,8 @@ class LlmCredential(msgspec.Struct, frozen=True, kw_only=True):
     baseUrl: str | None = None
     # scheme://host:port the apiKey was saved for; the runtime sends it nowhere else
     apiKeyOrigin: str | None = None
+    # the workspace that owns it: a callAI of another workspace's execution finds no credential
+    workspace: str = "default"
 
     @property
     def base_url(self) -> str:

@@ -49,6 +49,8 @@ WHY: dict[int, str] = {
     404: "Not found, in the trash, or another workspace's",
     409: "Conflicts with the current state (taken, in use, changed meanwhile)",
     413: "The body is larger than CHATFLOW_API_MAX_BODY_BYTES",
+    429: "The key, its workspace or this API process holds as many long requests as allowed "
+         "(CHATFLOW_API_HELD_*)",
     503: "The run history is not configured or cannot answer",
 }
 

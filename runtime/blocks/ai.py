@@ -61,6 +61,7 @@ from ..origins import origin_of
 from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..state import Emit, ExecState
+from ..tenancy import usable
 from . import openai_wire as wire
 from .common import remaining_ms, text_of
 from .media import (
@@ -118,7 +119,7 @@ class CallAI:
         outcome = BlockOutcome(debug={"method": "POST"})
         key = ""
         try:
-            credential = await self._credential(block.llmCredentialId)
+            credential = await self._credential(block.llmCredentialId, state.root.workspace)
             key = credential.apiKey
             value = await self._call(state, block, credential, now_ms, outcome)
         except ToolFailure as exc:
@@ -130,8 +131,9 @@ class CallAI:
         outcome.duration_ms = _ms(started)
         return outcome
 
-    async def _credential(self, credential_id: str) -> LlmCredential:
-        raw = await self.credentials.get_credential(credential_id)
+    async def _credential(self, credential_id: str, workspace: str) -> LlmCredential:
+        # Another workspace's credential reads exactly as a missing one (runtime/tenancy.py).
+        raw = usable(await self.credentials.get_credential(credential_id), workspace)
         if raw is None:
             raise ToolFailure("llm_credential_not_found", "callAI: credencial LLM não encontrada: "
                                                           f"llmCredentialId={credential_id}")

@@ -25,6 +25,7 @@ from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..registry.endpoints import as_text, prepare_request
 from ..state import ExecState
+from ..tenancy import usable
 from .common import remaining_ms
 from .http import body_failure, decode_body, response_writes
 
@@ -144,7 +145,8 @@ class CallEndpointExecutor:
 
     async def __call__(self, state: ExecState, block: CallEndpointBlock,
                        now_ms: int) -> BlockOutcome:
-        server = parse_server(block.serverId, await self.servers.get_server(block.serverId))
+        raw = usable(await self.servers.get_server(block.serverId), state.root.workspace)
+        server = parse_server(block.serverId, raw)
         call = await call_endpoint(
             self.http, server, block.serverId, block.endpointId, block.paramMappings,
             state.variables, state.context,
@@ -160,7 +162,7 @@ class CallEndpointExecutor:
 async def run_call_endpoint_action(
     http: Outbound, servers: ServerSource, action: Mapping[str, Any],
     variables: Mapping[str, Any], context: Mapping[str, Any] | None = None,
-    limits: Limits | None = None,
+    limits: Limits | None = None, workspace: str = "default",
 ) -> dict[str, Any]:
     """The flow's ``callEndpoint`` action (CallEndpointAction): the call plus the variable
     writes the flow applies, with onError/errorVariable as for the block.
@@ -171,7 +173,7 @@ async def run_call_endpoint_action(
     server_id, endpoint_id = str(action["serverId"]), str(action["endpointId"])
     mappings = [CallEndpointParamMapping.model_validate(m)
                 for m in action.get("paramMappings") or []]
-    server = parse_server(server_id, await servers.get_server(server_id))
+    server = parse_server(server_id, usable(await servers.get_server(server_id), workspace))
     call = await call_endpoint(http, server, server_id, endpoint_id, mappings, variables,
                                context or {}, timeout_ms=limits.http_timeout_ms,
                                max_chars=limits.max_rendered_chars)

@@ -119,6 +119,10 @@ class BlockRunner:
         if isinstance(parsed, ToolFailure):
             return parsed
         published, digest, data = parsed
+        if published.forCommand is not None or published.workspace != state.root.workspace:
+            # Another workspace's tool, or a record made for one command (a fork's): exactly
+            # as missing, so a reference cannot tell it exists (runtime/tenancy.py).
+            return errors.tool_not_found(block.publishedToolId)
         cap = self.limits.max_rendered_chars
         inputs = {m.name: value_of(m.value, state, cap) for m in block.inputVariables}
         return SpawnChild(published, digest, data, inputs)

@@ -24,16 +24,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..tenancy import DEFAULT_WORKSPACE, resolves, workspace_of
+
 Record = dict[str, Any]
 # ("tool", toolId) · ("pt", publishedToolId) · ("server", id) · ("credential", id) · ("agent", id)
 Ref = tuple[str, str]
-DEFAULT_WORKSPACE = "default"
-
-
-def workspace_of(item: Record | None) -> str:
-    """The workspace of a record or an event; absent (logs before workspaces): ``default``."""
-    found = (item or {}).get("workspace")
-    return found if isinstance(found, str) and found else DEFAULT_WORKSPACE
 
 
 def native_key(workspace: str, native_name: str) -> str:
@@ -66,15 +61,15 @@ class RegistryState:
     def tool_in(self, tool_id: str, workspace: str) -> Record | None:
         """The tool if it belongs to ``workspace``; another workspace's is as absent."""
         tool = self.tools.get(tool_id)
-        return tool if tool is not None and workspace_of(tool) == workspace else None
+        return tool if tool is not None and resolves(workspace_of(tool), workspace) else None
 
     def server_in(self, server_id: str, workspace: str) -> Record | None:
         server = self.servers.get(server_id)
-        return server if server is not None and workspace_of(server) == workspace else None
+        return server if server is not None and resolves(workspace_of(server), workspace) else None
 
     def credential_in(self, cred_id: str, workspace: str) -> Record | None:
         cred = self.credentials.get(cred_id)
-        return cred if cred is not None and workspace_of(cred) == workspace else None
+        return cred if cred is not None and resolves(workspace_of(cred), workspace) else None
 
     def agent_visible(self, agent_id: str, workspace: str) -> bool:
         """An agent nobody linked yet is free; a linked one belongs to its first linker."""

@@ -92,7 +92,8 @@ def server_cache(server: Record, decrypt: Decrypt) -> Record:
     """IntegrationServerCacheConfig: everything the runtime needs to call an endpoint."""
     origin = origin_of(str(server.get("baseUrl") or ""))
     return {
-        "id": server["id"], "name": server.get("name", ""), "baseUrl": server.get("baseUrl", ""),
+        "id": server["id"], "workspace": workspace_of(server), "name": server.get("name", ""),
+        "baseUrl": server.get("baseUrl", ""),
         "headers": _plain_headers(server.get("headers") or [], decrypt),
         "secretHeaders": _secret_origins(server.get("headers") or [], origin),
         "endpoints": {
@@ -118,7 +119,7 @@ def credential_view(cred: Record) -> Record:
 
 
 def credential_cache(cred: Record, decrypt: Decrypt) -> Record:
-    return {"id": cred["id"], "name": cred.get("name", ""),
+    return {"id": cred["id"], "workspace": workspace_of(cred), "name": cred.get("name", ""),
             "provider": cred.get("provider", "openai"), "baseUrl": cred.get("baseUrl"),
             "apiKey": decrypt(cred["apiKey"]) if cred.get("apiKey") else "",
             "apiKeyOrigin": cred.get("apiKeyOrigin") or credential_origin(cred.get("baseUrl"))}
