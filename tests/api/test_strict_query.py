@@ -80,7 +80,7 @@ async def test_the_openapi_document_lists_each_route_s_real_status_codes(api: Ap
     codes = {(method.upper(), path): set(op["responses"])
              for path, ops in doc["paths"].items() for method, op in ops.items()}
     assert codes[("POST", "/api/executions/{execution_id}/fork")] == {
-        "200", "202", "400", "401", "403", "404", "413", "503"}
+        "200", "202", "400", "401", "403", "404", "413", "429", "503"}
     assert codes[("GET", "/api/me")] == {"200", "400", "401"}
     assert codes[("DELETE", "/api/tools/{tool_id}")] == {"200", "400", "401", "403", "404", "409"}
     assert codes[("POST", "/internal/tools/execute")] == {"200", "400", "401", "404", "413"}
