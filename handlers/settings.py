@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     # Workers refuse a database behind the migrations; this applies them instead (`chatflow
     # up` sets it for its own SQLite file; elsewhere run `chatflow history upgrade`).
     history_auto_migrate: bool = False
+    # `chatflow up` writes .chatflow/up.json where it runs (its Valkey, history, keys, API), and
+    # every command run in that folder or below reads it for what the environment leaves unset
+    # (handlers/cli/local_up.py). Off: neither (the test suite runs with it off).
+    up_file: bool = True
     metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
     # Where /metrics listens; empty: where the API listens (CHATFLOW_API_HOST, loopback by
     # default), so a scrape port is never more exposed than the API unless asked.

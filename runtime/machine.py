@@ -117,10 +117,15 @@ class Machine:
             t.emits.append(debug_emit(state, "action_start", "executeTool",
                                       {"toolId": state.toolId, "publishedToolId": pt,
                                        "inputs": inputs}, now))
-        if isinstance(published, ToolFailure):
-            return self._finish(state, "", published, now, t)
-        if not published.definition.onboardingBlockId:
-            return self._finish(state, "", errors.tool_not_published(pt), now, t)
+        if isinstance(published, ToolFailure) or not published.definition.onboardingBlockId:
+            # Ended before its first block, it still started: the contact and inputs it was
+            # asked with are recorded (the run history files it under its contact).
+            t.log.append(LogEntry("started", exec_id, now, detail={
+                "publishedToolId": pt, "inputs": inputs,
+                "context": recordable_command_context(context)}))
+            failure = (published if isinstance(published, ToolFailure)
+                       else errors.tool_not_published(pt))
+            return self._finish(state, "", failure, now, t)
         state.toolId = published.toolId or state.toolId
         state.block = published.definition.onboardingBlockId
         t.definitions[def_hash] = def_bytes

@@ -26,6 +26,11 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 pytest_plugins = ["tests.support.http", "tests.support.valkey"]
 
+# A `chatflow up` run in the checkout leaves .chatflow/up.json, which every command run below it
+# would read (handlers/cli/local_up.py): off for the tests and the processes they start, so they
+# see only what they set. The tests of that file turn it on (tests/cli/test_local_up.py).
+os.environ.setdefault("CHATFLOW_UP_FILE", "0")
+
 
 @pytest.fixture
 def prefix() -> str:
