@@ -101,3 +101,18 @@ def execution_cancelled(reason: str = "") -> ToolFailure:
 
 def internal_error(detail: str) -> ToolFailure:
     return ToolFailure("internal_error", f"falha interna do runtime: {detail}", fatal=True)
+
+
+# Calls to the outside world (SPEC, "Extensions to the definition"): an integration server's
+# limits and circuit breaker, or an origin's (CHATFLOW_ORIGIN_LIMITS).
+
+def rate_limited(target: str, limit: str) -> ToolFailure:
+    return ToolFailure("rate_limited", f"limite de requisições atingido: {target} ({limit}); "
+                                       "sem vez antes do prazo da tool")
+
+
+def circuit_open(target: str, failures: int, window_ms: int, retry_in_ms: int) -> ToolFailure:
+    seconds = max(1, -(-retry_in_ms // 1000))
+    return ToolFailure("circuit_open", f"circuito aberto: {target} ({failures} falhas em "
+                                       f"{window_ms / 1000:g}s); chamada não enviada, nova "
+                                       f"tentativa possível em {seconds}s")

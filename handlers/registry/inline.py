@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import json
 import time
 import uuid
@@ -22,15 +23,17 @@ from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
 from chatflow.runtime.blocks.runner import BlockRunner, Executor
 from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.edge import Edge
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
-from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
+from chatflow.runtime.state import Attempt, ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
+from ..dataplane.edge import SharedGate
 from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
@@ -74,11 +77,14 @@ class InlineRunner:
             timeout_ms=settings.script_timeout_ms,
             max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None,
             child_env=settings.sandbox_env())
+        # Test runs are held to the same limits and circuits as the workers' runs.
+        gate = SharedGate(client, keys, lease_ms=settings.claim_idle_ms)
         self.runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
-                                  script_timeout_ms=settings.script_timeout_ms)
+                                  script_timeout_ms=settings.script_timeout_ms,
+                                  edge=Edge(gate, settings.origins()))
         self.runner.register("callEndpoint",
-                             CallEndpointExecutor(http, self.store, self.machine.limits))
+                             CallEndpointExecutor(http, self.store, self.machine.limits, gate))
         # The same executors as the workers, so test runs behave like real ones.
         register_media_and_ai(self.runner, self.store, settings.media_config(), settings.ai_config())
         for kind, executor in (extra_executors or {}).items():
@@ -121,6 +127,8 @@ class InlineRunner:
     async def _drive(self, first: Transition, run: InlineRun) -> None:
         states: dict[str, ExecState] = {}
         queue: deque[StepMsg] = deque()
+        # A retry's next attempt (runtime/retry.py): in this process, it simply waits here.
+        delayed: list[tuple[int, int, StepMsg]] = []
 
         async def parents(_partition: int, wanted: list[tuple[str, ExecState | None]]
                           ) -> list[ExecState | None]:
@@ -137,6 +145,8 @@ class InlineRunner:
             for state in t.writes:
                 states[state.execId] = state
             queue.extend(t.steps)
+            for due, step in t.delayed:
+                heapq.heappush(delayed, (due, len(delayed), step))
             run.trace.extend(t.log)
             for emit in t.emits:
                 if emit.kind == "result":
@@ -147,7 +157,11 @@ class InlineRunner:
 
         root_id = run.execution_id
         finished = await apply(first)
-        while queue and not finished:
+        while (queue or delayed) and not finished:
+            if not queue:
+                due, _, waiting = heapq.heappop(delayed)
+                await asyncio.sleep(max(0, due - now_ms()) / 1000)
+                queue.append(waiting)
             step = queue.popleft()
             state = states.get(step.exec_id)
             if state is None or state.status == "done" or state.version != step.version:
@@ -170,11 +184,12 @@ class InlineRunner:
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
-        return await self._run_block(state, planned)
+        return await self._run_block(state, planned, step.attempts, step.since)
 
-    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+    async def _run_block(self, state: ExecState, block: RunnableBlock,
+                         attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
         result = await self.runner.run(state, block, now_ms())
-        return self.machine.after_run(state, block, result, now_ms())
+        return self.machine.after_run(state, block, result, now_ms(), attempts, since)
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""

@@ -150,12 +150,15 @@ class MediaFetcher:
         except ToolFailure as exc:
             failure = ToolFailure(exc.code, scrub(exc.message, token, _bare(token)))
         else:
+            debug.pop(_RETRY_AFTER, None)
             debug["result"] = {"mimeType": mime, "bytes": len(data)}
             writes = {block.base64Variable: base64.b64encode(data).decode("ascii"),
                       block.mimeTypeVariable: mime}
             return BlockOutcome(writes=writes, debug=debug, duration_ms=_ms(started))
         writes = {block.base64Variable: "", block.mimeTypeVariable: ""}
-        return BlockOutcome(writes=writes, error=failure, debug=debug, duration_ms=_ms(started))
+        retry_after = debug.pop(_RETRY_AFTER, None)
+        return BlockOutcome(writes=writes, error=failure, debug=debug, duration_ms=_ms(started),
+                            retry_after=retry_after)
 
     def _token(self, state: ExecState, block: FetchMediaBlock) -> str:
         """The Authorization header value, or "" for an anonymous url-mode GET."""
@@ -201,7 +204,7 @@ class MediaFetcher:
         base = self.config.graph_base_url.rstrip("/")
         meta_url = f"{base}/{self.config.graph_version.strip('/')}/{quote(media_id, safe='')}"
         debug["url"] = meta_url
-        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES)
+        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, debug)
         debug["status"] = status
         if status >= 400:
             raise ToolFailure("media_http_status",
@@ -225,7 +228,7 @@ class MediaFetcher:
     async def _download(self, url: str, headers: dict[str, str], timeout_s: float,
                         debug: dict[str, Any]) -> tuple[bytes, str]:
         status, data, content_type = await self._get(url, headers, timeout_s,
-                                                     self.config.max_bytes)
+                                                     self.config.max_bytes, debug)
         debug["status"] = status
         if status >= 400:
             raise ToolFailure("media_http_status",
@@ -234,10 +237,13 @@ class MediaFetcher:
         return data, content_type
 
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int) -> tuple[int, bytes, str]:
+                   max_bytes: int, debug: dict[str, Any]) -> tuple[int, bytes, str]:
         try:
-            return await self.client.send("GET", url, headers=headers, content=None,
-                              timeout_s=timeout_s, max_bytes=max_bytes)
+            reply = await self.client.exchange("GET", url, headers=headers, content=None,
+                                               timeout_s=timeout_s, max_bytes=max_bytes)
+            if reply.status >= 400 and "retry-after" in reply.headers:
+                debug[_RETRY_AFTER] = reply.headers["retry-after"]  # for a retry policy
+            return reply.status, reply.body, reply.content_type
         except ToolFailure as exc:
             if exc.code == "http_response_too_large":
                 raise self._too_large(f"GET {_no_query(url)}") from exc
@@ -250,6 +256,9 @@ class MediaFetcher:
         cap = self.config.max_bytes
         return ToolFailure("media_too_large",
                            f"fetchMedia: mídia maior que o limite de {size_text(cap)}: {what}")
+
+
+_RETRY_AFTER = "_retryAfter"  # a failed response's Retry-After, until run() takes it out
 
 
 def _bare(header: str) -> str:
