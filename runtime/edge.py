@@ -161,24 +161,26 @@ def origin_scope(origins: Mapping[str, OriginLimits], origin: str,
 
 class Gated:
     """An Outbound's ``exchange``/``send`` behind a gate: each request waits for its turn
-    (within its own timeout, less the time an attempt needs), and its outcome is told to
-    the circuit."""
+    while the tree's deadline allows (``remaining_ms`` from now, less the time an attempt
+    needs), then gets its own timeout, capped at what is left; its outcome is told to the
+    circuit."""
 
-    def __init__(self, outbound: Outbound, gate: Gate, scope: EdgeScope) -> None:
+    def __init__(self, outbound: Outbound, gate: Gate, scope: EdgeScope,
+                 remaining_ms: int) -> None:
         self.outbound = outbound
         self.gate = gate
         self.scope = scope
+        self.until = time.monotonic() + remaining_ms / 1000
 
     async def exchange(self, method: str, url: str, *, headers: dict[str, str],
                        content: str | bytes | None, timeout_s: float,
                        max_bytes: int | None = None, max_redirects: int = MAX_REDIRECTS,
                        secret_headers: Collection[str] = ()) -> Reply:
-        started = time.monotonic()
-        ticket = await self.gate.enter(self.scope,
-                                       max(0, int(timeout_s * 1000) - MIN_ATTEMPT_MS))
+        budget_ms = int((self.until - time.monotonic()) * 1000) - MIN_ATTEMPT_MS
+        ticket = await self.gate.enter(self.scope, max(0, budget_ms))
         failed: bool | None = None
         try:
-            left = max(0.001, timeout_s - (time.monotonic() - started))
+            left = max(0.001, min(timeout_s, self.until - time.monotonic()))
             reply = await self.outbound.exchange(
                 method, url, headers=headers, content=content, timeout_s=left,
                 max_bytes=max_bytes, max_redirects=max_redirects, secret_headers=secret_headers)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from redis.exceptions import NoScriptError
 
 from chatflow.runtime import errors
 from chatflow.runtime.edge import EdgeScope, Ticket
@@ -98,9 +99,7 @@ class SharedGate:
         command = script.command(keys, args)
         try:
             (reply,) = await send_all(self.client, [command])
-        except Exception as exc:
-            if "NOSCRIPT" not in str(exc):
-                raise
+        except NoScriptError:  # first use here, or Valkey restarted: loaded once, then EVALSHA
             await self.client.script_load(script.source)
             (reply,) = await send_all(self.client, [command])
         return reply
@@ -182,7 +181,11 @@ class SharedGate:
             k = scope_keys(self.keys, scope)
             commands.append(RENEW.command([k.slots, k.ws_slots, k.circuit],
                                           [self.lease_ms, *holders]))
-        await send_all(self.client, commands)
+        try:
+            await send_all(self.client, commands)
+        except NoScriptError:
+            await self.client.script_load(RENEW.source)
+            await send_all(self.client, commands)
 
     async def refresh(self) -> None:
         """``chatflow_circuit_state`` of every circuit this process used, read from Valkey

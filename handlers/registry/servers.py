@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 from chatflow.runtime.blocks.endpoint import call_endpoint
+from chatflow.runtime.edge import server_edge
+from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.limits import Limits
 from chatflow.runtime.origins import origin_of
 from chatflow.runtime.outbound import Outbound
@@ -27,6 +29,7 @@ from chatflow.runtime.registry.views import (
 )
 from chatflow.schemas.definition import CallEndpointParamMapping
 
+from ..dataplane.edge import circuit_view
 from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .models import (
@@ -36,6 +39,7 @@ from .models import (
     EndpointCreate,
     EndpointPatch,
     EndpointTest,
+    SERVER_EDGE_FIELDS,
     HeaderIn,
     ServerCreate,
     ServerPatch,
@@ -128,10 +132,16 @@ class ServerOps:
         return sorted(out, key=lambda v: (v.get("createdAt") or "", v["id"]))
 
     async def view(self, server_id: str, *, scope: Scope = SHELL) -> Record:
+        """The server, its usage, and its circuit as every worker sees it now."""
         await self.registry.catch_up()
         server = get_server(self.state, server_id, scope.workspace)
-        return server_view(server, self.state.tools_using_server(server_id, None,
+        view = server_view(server, self.state.tools_using_server(server_id, None,
                                                                  scope.workspace))
+        edge = server_edge(server_id, server)
+        breaker = edge.breaker if not isinstance(edge, ToolFailure) else None
+        view["circuit"] = await circuit_view(self.registry.client, self.registry.keys,
+                                             server_id, breaker)
+        return view
 
     async def create(self, body: ServerCreate, *, scope: Scope = SHELL) -> Record:
         server_id = body.id or new_id("srv")
@@ -142,7 +152,9 @@ class ServerOps:
                 raise Conflict(f"the integration server id {server_id!r} is taken",
                                code="server_exists")
             record = {"id": server_id, "name": body.name, "baseUrl": body.baseUrl,
-                      "description": body.description, "headers": headers}
+                      "description": body.description, "headers": headers,
+                      **body.model_dump(mode="json", include=set(SERVER_EDGE_FIELDS),
+                                        exclude_unset=True)}
             return Append({"type": "server.created", "server": record},
                           {f"server:{server_id}": "0"}, {f"server:{server_id}": "1"})
 

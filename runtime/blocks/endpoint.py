@@ -162,7 +162,7 @@ class CallEndpointExecutor:
         sender: Outbound | Gated = self.http
         scope = edge.scope(block.serverId, state.root.workspace) if edge else None
         if scope is not None and self.gate is not None:
-            sender = Gated(self.http, self.gate, scope)
+            sender = Gated(self.http, self.gate, scope, remaining_ms(state, now_ms))
         key = (edge.idempotency_header, idempotency_key(state)) if edge else None
         call = await call_endpoint(
             sender, server, block.serverId, block.endpointId, block.paramMappings,

@@ -74,7 +74,7 @@ async def run_http_call(
     if edge is not None and edge.origins:
         scope = origin_scope(edge.origins, origin_of(url), state.root.workspace)
         if scope is not None:
-            sender = Gated(outbound, edge.gate, scope)
+            sender = Gated(outbound, edge.gate, scope, remaining_ms(state, now_ms))
     try:
         reply = await sender.exchange(
             block.method, url, headers=headers, content=body, timeout_s=timeout_ms / 1000)
