@@ -8,6 +8,7 @@ import json
 import time
 
 from chatflow.handlers.dataplane.edge import circuit_view
+from chatflow.handlers.operations.metrics import REGISTRY
 from chatflow.runtime.origins import origin_of
 from chatflow.schemas.edge import CircuitBreakerPolicy
 from tests.core.tools import http, ret, to, tool
@@ -104,3 +105,28 @@ async def test_an_origin_s_circuit_guards_plain_http_calls(
     assert codes[2] is not None and f"origin={origin_of(http_server.base)} (2 falhas" \
         in codes[2].message, codes[2]
     assert len(upstream.times) == 2
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_the_circuit_s_transitions_and_shared_state_are_metrics(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    upstream = Counting(status=503)
+    http_server.route("GET", "/call", upstream)
+    await put_server(harness, "srv-m", http_server.base, circuitBreaker=BREAKER)
+    await harness.put_tool("pt", endpoint_tool("srv-m"))
+    moves = {to: _sample("chatflow_circuit_transitions_total", server="srv-m", to=to)
+             for to in ("open", "half_open", "closed")}
+    for _ in range(3):
+        await harness.run("pt")
+    (worker,) = harness.workers
+    await worker.gate.refresh()  # what a scrape does
+    assert _sample("chatflow_circuit_state", server="srv-m") == 2
+    upstream.status = 200
+    await _until_ok(harness, "pt", timeout_s=10)
+    await worker.gate.refresh()
+    assert _sample("chatflow_circuit_state", server="srv-m") == 0
+    assert {to: _sample("chatflow_circuit_transitions_total", server="srv-m", to=to) - n
+            for to, n in moves.items()} == {"open": 1, "half_open": 1, "closed": 1}

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from chatflow.handlers.interfaces.client import wait_results
+from chatflow.handlers.operations.metrics import REGISTRY
 from chatflow.runtime.origins import origin_of
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
@@ -142,3 +143,15 @@ async def test_two_workspaces_sharing_a_limited_origin_each_get_at_least_forty_p
     share_b = window.count("/b") / len(window)
     assert window.count("/b") == len(steady), "every ws-b call got through"
     assert 0.4 <= share_b <= 0.6, (share_b, window.count("/a"), window.count("/b"))
+
+
+async def test_a_call_that_waited_for_its_turn_is_counted(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    upstream = Counting(hold_s=0.1)
+    http_server.route("GET", "/call", upstream)
+    await put_server(harness, "srv", http_server.base, limits={"maxConcurrent": 1})
+    await harness.put_tool("pt", endpoint_tool("srv"))
+    before = REGISTRY.get_sample_value("chatflow_rate_limit_waits_total") or 0.0
+    assert await run_all(harness, "pt", 4, timeout_s=30) == ["200"] * 4
+    waited = (REGISTRY.get_sample_value("chatflow_rate_limit_waits_total") or 0.0) - before
+    assert upstream.most == 1 and waited >= 2, (upstream.most, waited)

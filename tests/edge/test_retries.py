@@ -7,9 +7,12 @@ import threading
 import time
 from typing import Any
 
+from chatflow.handlers.operations.metrics import REGISTRY
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
 from tests.support.http import LoopbackServer, Reply, Request, json_reply
+
+from .support import endpoint_tool, put_server
 
 FAST_RETRY = {"maxAttempts": 3, "initialIntervalMs": 50, "maxIntervalMs": 200}
 
@@ -79,3 +82,55 @@ async def test_a_backoff_that_would_cross_the_deadline_is_not_attempted(
         result.error.message, result.error
     assert len(upstream.times) == 1
     assert result.durationMs < 1_500, result  # it did not wait for the deadline either
+
+
+async def test_the_block_s_debug_event_lists_every_attempt(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    upstream = Scripted(json_reply({}, 502), json_reply({}, 503), json_reply({"ok": True}))
+    http_server.route("GET", "/flaky", upstream)
+    await harness.put_tool("pt", retried(http_server.base + "/flaky"))
+    result = await harness.run("pt", debug=True, contact="c-debug")
+    assert result.ok, result
+    events = await harness.stream(harness.keys.debug("c-debug"))
+    (block,) = [e["payload"] for e in events if e["actionType"] == "executeTool:httpCall"]
+    assert [a["status"] for a in block["attempts"]] == [502, 503, 200], block
+    assert all(set(a) == {"status", "durationMs", "waitMs"} for a in block["attempts"])
+    assert block["status"] == 200
+
+
+async def test_a_server_s_default_retry_applies_to_its_endpoints(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    upstream = Scripted(json_reply({}, 503), json_reply({"ok": True}))
+    http_server.route("GET", "/call", upstream)
+    await put_server(harness, "srv", http_server.base, retry=FAST_RETRY)
+    await harness.put_tool("pt", endpoint_tool("srv"))
+    result = await harness.run("pt")
+    assert (result.ok, result.result) == (True, "200"), result
+    assert len(upstream.times) == 2
+    # The block's own policy wins over the server's.
+    upstream.times.clear()
+    await harness.put_tool("pt-once", endpoint_tool("srv", retry={"maxAttempts": 1}))
+    result = await harness.run("pt-once")
+    assert result.error is not None and result.error.code == "http_status"
+    assert len(upstream.times) == 1
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_attempts_are_counted_ok_retried_and_failed(
+        harness: Harness, http_server: LoopbackServer) -> None:
+    http_server.route("GET", "/flaky", Scripted(json_reply({}, 503), json_reply({"ok": True})))
+    http_server.route("GET", "/down", Scripted(json_reply({}, 503)))
+    await harness.put_tool("pt-m1", retried(http_server.base + "/flaky"))
+    await harness.put_tool("pt-m2", retried(http_server.base + "/down", {"maxAttempts": 2,
+                                                                         "initialIntervalMs": 10}))
+    before = {(t, o): _sample("chatflow_http_attempts_total", tool=t, outcome=o)
+              for t in ("pt-m1", "pt-m2") for o in ("ok", "retried", "failed")}
+    assert (await harness.run("pt-m1")).ok
+    assert not (await harness.run("pt-m2")).ok
+    after = {key: _sample("chatflow_http_attempts_total", tool=key[0], outcome=key[1]) - value
+             for key, value in before.items()}
+    assert after == {("pt-m1", "ok"): 1, ("pt-m1", "retried"): 1, ("pt-m1", "failed"): 0,
+                     ("pt-m2", "ok"): 0, ("pt-m2", "retried"): 1, ("pt-m2", "failed"): 1}
