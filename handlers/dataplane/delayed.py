@@ -21,6 +21,7 @@ commit nothing. Two paths promote, both idempotent:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import time
 
@@ -83,7 +84,5 @@ class DelayedSteps:
             self._wake.clear()
             timeout = (self._due[0][0] - now_ms()) / 1000 if self._due else None
             if timeout is None or timeout > 0:
-                try:
+                with contextlib.suppress(TimeoutError):  # the time came: promote what is due
                     await asyncio.wait_for(self._wake.wait(), timeout)
-                except TimeoutError:
-                    pass

@@ -142,7 +142,7 @@ class SharedGate:
             # BUSY: every slot taken; LATER: the next turn is further than this call may wait
             # (or, shared, further than one interval: ask again then).
             hint = ms if verdict == LATER else pause
-            if verdict == LATER and scope.kind != "origin" or hint > left:
+            if (verdict == LATER and scope.kind != "origin") or hint > left:
                 raise errors.rate_limited(scope.target, _limit_text(scope))
             waited = True
             pause = min(_POLL_MAX_MS, pause * 2)

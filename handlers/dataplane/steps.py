@@ -25,8 +25,8 @@ from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
-from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.outcome import BlockOutcome
+from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import Attempt, ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import (
     CallAIBlock,

@@ -33,13 +33,13 @@ from ..dataplane.edge import circuit_view
 from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .models import (
+    SERVER_EDGE_FIELDS,
     AdhocEndpointTest,
     CredentialCreate,
     CredentialPatch,
     EndpointCreate,
     EndpointPatch,
     EndpointTest,
-    SERVER_EDGE_FIELDS,
     HeaderIn,
     ServerCreate,
     ServerPatch,
