@@ -37,7 +37,7 @@ from chatflow.schemas.edge import CircuitBreakerPolicy
 
 from ..keys import Keys
 from ..operations import metrics
-from ..redis_client import Client, send_all
+from ..redis_client import Client, Command, send_all
 from .store import LuaScript
 
 log = structlog.get_logger("chatflow.edge")
@@ -94,15 +94,65 @@ class SharedGate:
         self._held: dict[EdgeScope, set[str]] = {}
         # Circuits this process used (their label and key): read at scrape time.
         self._circuits: dict[str, str] = {}
+        self._asked: list[tuple[LuaScript, Command, asyncio.Future[Any]]] = []
+        self._sender: asyncio.Task[None] | None = None
 
     async def _script(self, script: LuaScript, keys: list[str], args: list[Any]) -> Any:
-        command = script.command(keys, args)
+        """One script call, sent with every other asked in the same loop turn: under load a
+        worker has hundreds of calls at the gate, and a round trip (and a pool connection)
+        each would exhaust the pool (as the answered checks would: handlers/dataplane/steps.py
+        ``AnsweredChecks``)."""
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._asked.append((script, script.command(keys, args), answer))
+        if self._sender is None or self._sender.done():
+            # Started on the next loop turn, so the calls asked in this one share its write.
+            self._sender = asyncio.create_task(self._send())
+        return await answer
+
+    async def _send(self) -> None:
+        asked: list[tuple[LuaScript, Command, asyncio.Future[Any]]] = []
         try:
-            (reply,) = await send_all(self.client, [command])
-        except NoScriptError:  # first use here, or Valkey restarted: loaded once, then EVALSHA
+            while self._asked:
+                asked, self._asked = self._asked, []
+                try:
+                    replies = await self._replies([(s, c) for s, c, _ in asked])
+                except Exception as exc:  # the calls fail as their own would have
+                    for _, _, answer in asked:
+                        if not answer.done():
+                            answer.set_exception(exc)
+                    continue
+                for (_, _, answer), reply in zip(asked, replies, strict=True):
+                    if answer.done():
+                        continue
+                    if isinstance(reply, Exception):
+                        answer.set_exception(reply)
+                    else:
+                        answer.set_result(reply)
+        finally:  # cancelled (the worker stops): nobody is left waiting
+            for _, _, answer in [*asked, *self._asked]:
+                if not answer.done():
+                    answer.cancel()
+            self._asked = []
+
+    async def _replies(self, calls: list[tuple[LuaScript, Command]]) -> list[Any]:
+        """Each call's reply (an error reply in its place); a script Valkey does not know
+        (first use, or a restart) is loaded and only its calls are sent again: every other
+        call of the batch ran, and must not run twice."""
+        replies = await send_all(self.client, [c for _, c in calls], raise_errors=False)
+        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+        if missing:
+            for script in {calls[i][0] for i in missing}:
+                await self.client.script_load(script.source)
+            again = await send_all(self.client, [calls[i][1] for i in missing],
+                                   raise_errors=False)
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        return replies
+
+    async def load_scripts(self) -> None:
+        """Load the gate's scripts (worker start, and after Valkey lost them)."""
+        for script in EDGE_SCRIPTS:
             await self.client.script_load(script.source)
-            (reply,) = await send_all(self.client, [command])
-        return reply
 
     async def enter(self, scope: EdgeScope, budget_ms: int) -> Ticket:
         k = scope_keys(self.keys, scope)
@@ -181,11 +231,7 @@ class SharedGate:
             k = scope_keys(self.keys, scope)
             commands.append(RENEW.command([k.slots, k.ws_slots, k.circuit],
                                           [self.lease_ms, *holders]))
-        try:
-            await send_all(self.client, commands)
-        except NoScriptError:
-            await self.client.script_load(RENEW.source)
-            await send_all(self.client, commands)
+        await self._replies([(RENEW, command) for command in commands])
 
     async def refresh(self) -> None:
         """``chatflow_circuit_state`` of every circuit this process used, read from Valkey

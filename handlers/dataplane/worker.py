@@ -217,6 +217,7 @@ class Worker:
             await self.history.ensure_group()
         await self.native.start()
         await self.store.load_scripts()
+        await self.gate.load_scripts()
 
     async def _take(self, stream: str, group: str, process: Process,
                     entries: list[Entry]) -> None:
@@ -341,6 +342,7 @@ class Worker:
     async def _start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
+        await self.gate.load_scripts()
         if self.history is not None:  # a database behind the migrations stops the start here
             await self.history.start(migrate=self.settings.history_auto_migrate)
         await self.native.start()
