@@ -82,11 +82,12 @@ class EdgeScope:
 
 @dataclass(slots=True)
 class Ticket:
-    """A call let through: its holder id (a concurrency slot, a failure's mark), whether it
-    is the circuit's half-open probe, and how long it waited for its turn."""
+    """A call let through: its holder id (a concurrency slot, a failure's mark), the slots
+    it holds (0 none, 1 one, 2 one in its workspace's share too), whether it is the
+    circuit's half-open probe, and how long it waited for its turn."""
 
     holder: str
-    slot: bool = False
+    slot: int = 0
     probe: bool = False
     waited_ms: int = 0
 

@@ -168,12 +168,12 @@ class SharedGate:
         waited = False
         while True:
             left = budget_ms - int((time.monotonic() - started) * 1000)
-            verdict, ms, probe, moved = (int(x) for x in await self._script(
+            verdict, ms, probe, moved, slots = (int(x) for x in await self._script(
                 ENTER, [k.rate, k.slots, k.circuit, k.active, k.ws_rate, k.ws_slots],
                 [holder, self.lease_ms, rps, burst, maxc, int(breaker is not None),
                  max(0, left), int(scope.kind == "origin"), scope.workspace]))
             if verdict == GO:
-                ticket = Ticket(holder, slot=maxc > 0, probe=bool(probe))
+                ticket = Ticket(holder, slot=slots, probe=bool(probe))
                 if moved:
                     metrics.circuit_moved(scope.label, "half_open")
                 if ticket.slot or ticket.probe:
@@ -216,7 +216,7 @@ class SharedGate:
         moved = await self._script(LEAVE, [k.slots, k.ws_slots, k.circuit, k.failures], [
             ticket.holder, outcome, int(breaker is not None),
             breaker.failureThreshold if breaker else 0, breaker.windowMs if breaker else 0,
-            breaker.cooldownMs if breaker else 0, int(ticket.probe)])
+            breaker.cooldownMs if breaker else 0, int(ticket.probe), ticket.slot])
         to = moved.decode() if isinstance(moved, bytes) else str(moved or "")
         if to:
             metrics.circuit_moved(scope.label, to)

@@ -3,15 +3,16 @@
 -- KEYS: 1 slots   2 this workspace's slots   3 circuit (hash)   4 failures (zset holder -> ms)
 -- ARGV: 1 holder   2 outcome: 1 the upstream failed, 0 it answered, -1 never reached
 --       3 circuit breaker (1/0)   4 failure threshold   5 window ms   6 cooldown ms
---       7 this call was the half-open probe (1/0)
+--       7 this call was the half-open probe (1/0)   8 it holds a slot: 0 none, 1 one,
+--       2 one in its workspace's share too
 -- Returns the state the circuit moved to ('open', 'closed'), or '' when it did not move.
 local call, A = redis.call, ARGV
+local holder, outcome = A[1], tonumber(A[2])
+if A[8] ~= '0' then call('ZREM', KEYS[1], holder) end
+if A[8] == '2' then call('ZREM', KEYS[2], holder) end
+if A[3] ~= '1' or (outcome ~= 1 and A[7] ~= '1') then return '' end
 local t = call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local holder, outcome = A[1], tonumber(A[2])
-call('ZREM', KEYS[1], holder)
-call('ZREM', KEYS[2], holder)
-if A[3] ~= '1' then return '' end
 local C = KEYS[3]
 local function open(failures)
   call('HSET', C, 'state', 'open', 'openedAt', now, 'cooldown', A[6], 'failures', failures)
