@@ -24,12 +24,42 @@ from chatflow.schemas.keys import (
 # named here so a worker without a history need not import SQLAlchemy to know it.
 HISTORY_GROUP = "chatflow-history"
 
+# A fork's published record is ``tool:fork:<publishedToolId>:<id>`` (handlers/history/fork.py):
+# runs of it count, in the metrics and the history, under the tool it forked.
+FORK_PREFIX = "fork:"
+
+
+def origin_of(published_tool_id: str) -> str:
+    """The publishedToolId a fork's tool was made from (itself for any other tool)."""
+    if published_tool_id.startswith(FORK_PREFIX):
+        return published_tool_id[len(FORK_PREFIX):].rsplit(":", 1)[0]
+    return published_tool_id
+
 
 @dataclass(frozen=True, slots=True)
 class Keys(PublicKeys):
     partitions: int = 4
 
+    def workspace_secrets(self, workspace: str) -> str:
+        """Set of the workspace's stored secret values, decrypted (server secret headers, LLM
+        API keys), projected by the registry beside its caches: what the history, debug
+        events and endpoint tests mask wherever it appears (handlers/redaction.py)."""
+        return f"{self.prefix}secrets:{workspace}"
+
+    @property
+    def workspace_secrets_index(self) -> str:
+        """Set of the workspaces that have a ``workspace_secrets`` set."""
+        return f"{self.prefix}secrets-index"
+
     # -- access control (docs/security.md) ----------------------------------------
+    def held_by_key(self, key_id: str) -> str:
+        """Zset of the long requests one API key holds (lease id -> expiry ms;
+        handlers/api/held.py). One hash tag for all, so one script counts both caps."""
+        return f"{self.prefix}{{held}}:key:{key_id}"
+
+    def held_by_workspace(self, workspace: str) -> str:
+        return f"{self.prefix}{{held}}:ws:{workspace}"
+
     def api_key(self, key_id: str) -> str:
         """Hash of one API key: its SHA-256, workspace, role, name, times; never the token."""
         return f"{self.prefix}apikey:{key_id}"

@@ -6,7 +6,6 @@ a message: :func:`redact` hides them."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 import redis.asyncio as aioredis
@@ -16,23 +15,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.masking import mask_url
 
 Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the commands we use
 Entry = tuple[bytes, dict[bytes, bytes]]  # one stream entry as XREADGROUP returns it: (id, fields)
 
 
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (user name kept), for messages."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "<unparseable URL>"
-    if password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+# ``url`` with its password replaced by ``***`` (user name kept), for messages: the one
+# masking policy's (chatflow.runtime.masking).
+redact = mask_url
 
 
 class HiredisPacking:

@@ -129,7 +129,9 @@ class Settings(BaseSettings):
     # up` sets it for its own SQLite file; elsewhere run `chatflow history upgrade`).
     history_auto_migrate: bool = False
     metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
-    metrics_host: str = "0.0.0.0"
+    # Where /metrics listens; empty: where the API listens (CHATFLOW_API_HOST, loopback by
+    # default), so a scrape port is never more exposed than the API unless asked.
+    metrics_host: str = ""
     metrics_max_tools: int = Field(default=50, ge=1, le=10_000)
     # fetchMedia / callAI (runtime/blocks/media.py, ai.py)
     graph_base_url: str = "https://graph.facebook.com"
@@ -158,6 +160,15 @@ class Settings(BaseSettings):
     # Limits and exposure of the HTTP API (docs/security.md)
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     api_max_json_depth: int = Field(default=64, ge=4, le=1000)
+    # Long requests (live-debug streams, ?wait=true forks, test runs): at most this many per
+    # API key and per workspace across every API process, and per process, whose own Redis
+    # pool for them has that many connections (handlers/api/held.py, docs/security.md).
+    api_held_per_key: int = Field(default=8, ge=1)
+    api_held_per_workspace: int = Field(default=32, ge=1)
+    api_held_max: int = Field(default=128, ge=1)
+    # The largest definition a test run or a fork may run, JSON bytes (a fork's is stored with
+    # its runs in the history until they are pruned).
+    definition_max_bytes: int = Field(default=256 * 1024, ge=1024)
     # Host headers the API answers (Starlette TrustedHostMiddleware): comma-separated names,
     # "*.example.com" for subdomains; "*" answers any (behind a proxy, set the public name).
     api_allowed_hosts: str = "*"

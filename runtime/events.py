@@ -12,6 +12,7 @@ import msgspec
 
 from chatflow.schemas.wire import (
     DebugEvent,
+    ScopedExecutionEvent,
     ToolBlockDebugEvent,
     ToolError,
     ToolExecutionStreamEvent,
@@ -20,6 +21,7 @@ from chatflow.schemas.wire import (
 
 from .interpolation import render
 from .limits import loggable
+from .masking import mask
 from .state import Emit, ExecState, RootInfo
 
 _enc = msgspec.json.Encoder()
@@ -144,10 +146,17 @@ def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int
     duration = now - state.startedMs
     if duration < 0:
         duration = 0
-    event = ToolExecutionStreamEvent(
-        state.toolId, state.publishedToolId, duration, ok, iso(now),
-        state.execId, state.rootId, state.root.commandId, state.depth, code,
-    )
+    workspace = state.root.workspace
+    if workspace == "default":
+        event = ToolExecutionStreamEvent(
+            state.toolId, state.publishedToolId, duration, ok, iso(now),
+            state.execId, state.rootId, state.root.commandId, state.depth, code,
+        )
+    else:
+        event = ScopedExecutionEvent(
+            state.toolId, state.publishedToolId, duration, ok, iso(now),
+            state.execId, state.rootId, state.root.commandId, state.depth, code, workspace,
+        )
     return Emit("execution", "", _enc.encode(event), (state.publishedToolId, ok, code, duration))
 
 
@@ -155,7 +164,9 @@ def debug_emit(
     state: ExecState, kind: str, action_type: str, payload: dict[str, Any], now: int,
     cap: int = DEBUG_VALUE_MAX_BYTES,
 ) -> Emit:
-    payload = {k: loggable(v, cap) for k, v in payload.items()}
+    # The one masking policy's names, text and depth rules (runtime/masking.py); the worker
+    # masks the workspace's stored secret values too (handlers/dataplane/store.py).
+    payload = {k: loggable(mask(v), cap) for k, v in payload.items()}
     event = DebugEvent(
         type=kind,  # type: ignore[arg-type]
         actionType=action_type,
@@ -164,6 +175,7 @@ def debug_emit(
         executionId=state.execId,
         occurredAt=iso(now),
         payload=payload,
+        workspace=state.root.workspace,
     )
     return Emit("debug", state.root.contactId, _enc.encode(event))
 

@@ -128,10 +128,11 @@ class Machine:
         state.toolId = published.toolId or state.toolId
         state.block = published.definition.onboardingBlockId
         t.definitions[def_hash] = def_bytes
-        t.log.append(LogEntry("started", exec_id, now, blockId=state.block,
-                              detail={"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
-                                      "variables": state.variables,
-                                      "context": recordable_command_context(context)}))
+        detail = {"publishedToolId": pt, "inputs": inputs, "defHash": def_hash,
+                  "variables": state.variables, "context": recordable_command_context(context)}
+        if workspace != "default":  # the tree's workspace, for readers of its log alone
+            detail["workspace"] = workspace
+        t.log.append(LogEntry("started", exec_id, now, blockId=state.block, detail=detail))
         return self._continue(state, t)
 
     # -- one step --------------------------------------------------------------

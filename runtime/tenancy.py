@@ -5,9 +5,9 @@ caller's key's for a test run or a fork) and never derived again. Every record a
 up (a published tool for callTool, an integration server for callEndpoint, an LLM credential
 for callAI) carries the workspace that owns it, written by the registry's projections; a
 record of another workspace resolves exactly as a missing one, with the same error code and
-message, so a reference cannot even tell that it exists. The API's early refusal
-(``chatflow.runtime.registry.validation.foreign_references``) asks :func:`resolves` too, so
-the rule is written once.
+message, so a reference cannot even tell that it exists. The registry's checks (a publish,
+and the API's early refusal of a test run or a fork: ``RegistryState.tool_in``,
+``server_in``, ``credential_in``) ask :func:`resolves` too, so the rule is written once.
 
 Records the runtime makes for itself are never a target: a fork's published record
 (``forCommand`` set) runs only for the one command it was made for, and no callTool can

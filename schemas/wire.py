@@ -88,6 +88,14 @@ class ToolExecutionStreamEvent(msgspec.Struct, frozen=True):
     errorCode: str | None = None
 
 
+class ScopedExecutionEvent(ToolExecutionStreamEvent, frozen=True):
+    """The event of a run outside the ``default`` workspace: the same fields and ``workspace``
+    last (a consumer that does not know it ignores it, SPEC). A run of ``default`` writes the
+    plain event, so its bytes are as before; readers decode this type and get ``default``."""
+
+    workspace: str = "default"
+
+
 class ToolBlockDebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     blockId: str
     blockType: str
@@ -119,6 +127,9 @@ class DebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     executionId: str
     occurredAt: str
     payload: dict[str, Any]
+    # The workspace of the execution tree (left out for ``default``): a workspace's live
+    # debug shows its own trees' events, and no registry lookup decides it.
+    workspace: str = "default"
 
 
 class LlmUsageEvent(msgspec.Struct, frozen=True):

@@ -6,19 +6,26 @@ workspace's tools are sent as bare ``skipped`` events (handlers/studio/scope.py)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Annotated, Any
 
+import structlog
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..registry.errors import Invalid
 from ..studio import scope
 from .auth import Caller, Writer
 from .deps import Services, services
+from .held import Lease
 
+log = structlog.get_logger("chatflow.api")
 router = APIRouter(tags=["debug"])
 Svc = Annotated[Services, Depends(services)]
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
@@ -88,26 +95,37 @@ def sse_frame(entry_id: str, data: bytes) -> str:
     return f"id: {entry_id}\nevent: debug\ndata: {text}\n\n"
 
 
-async def debug_frames(svc: Services, stream: str, cursor: str,
+async def debug_frames(lease: Lease, stream: str, cursor: str,
                        workspace: str) -> AsyncIterator[str]:
     """The stream's entries after ``cursor``; another workspace's events are left out (a
-    contact talks to every workspace's tools), but their ids still advance the client."""
-    visible = scope.DebugScope(svc.client, svc.keys, svc.registry, workspace)
+    contact talks to every workspace's tools), but their ids still advance the client.
+
+    Reads go through the lease's own pool, whose socket timeout outlasts the heartbeat's
+    block, so an idle stream stays open with a keep-alive every ``HEARTBEAT_MS``; a read
+    that still fails (Valkey restarting) is logged in one line and retried."""
+    visible = scope.DebugScope(workspace)
+    client = lease.client
     if cursor == "$":
         # Resolve "$" once, so the first reconnect resumes from a real id, never skips.
-        last = await svc.client.xrevrange(stream, count=1)
+        last = await client.xrevrange(stream, count=1)
         cursor = last[0][0].decode() if last else "0-0"
     yield f"retry: 1000\nid: {cursor}\nevent: ready\ndata: {{}}\n\n"
     while True:
-        reply = await svc.client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
+        try:
+            reply = await client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
+        except (RedisTimeoutError, RedisConnectionError) as exc:
+            log.info("live debug read interrupted; retrying", error=exc.__class__.__name__)
+            await asyncio.sleep(1)  # Valkey is away: do not spin
+            reply = None
         if not reply:
+            await lease.renew()
             yield ": keep-alive\n\n"
             continue
         for _name, entries in reply:
             for raw_id, fields in entries:
                 cursor = raw_id.decode()
                 data = fields.get(b"data", b"{}")
-                if await visible.allows(data):
+                if visible.allows(data):
                     yield sse_frame(cursor, data)
                 else:
                     yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
@@ -121,5 +139,13 @@ async def debug_stream(svc: Svc, who: Caller, contact_id: str,
                        after: Annotated[str | None, Query()] = None) -> StreamingResponse:
     cursor = start_cursor(last_event_id, after)
     stream = svc.keys.debug(_contact(contact_id))
-    return StreamingResponse(debug_frames(svc, stream, cursor, who.workspace), media_type="text/event-stream",
+    held = AsyncExitStack()  # the lease lives as long as the response's body
+    lease = await held.enter_async_context(svc.held.hold(who.key_id, who.workspace))
+
+    async def body() -> AsyncIterator[str]:
+        async with held:
+            async for frame in debug_frames(lease, stream, cursor, who.workspace):
+                yield frame
+
+    return StreamingResponse(body(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

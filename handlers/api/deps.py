@@ -10,6 +10,7 @@ from fastapi import Request
 from chatflow.runtime.outbound import Outbound
 
 from ..keys import Keys
+from ..redaction import SecretIndex
 from ..redis_client import Client
 from ..registry import Registry
 from ..registry.crypto import SecretBox
@@ -17,6 +18,7 @@ from ..registry.inline import InlineRunner
 from ..registry.servers import CredentialOps, ServerOps
 from ..registry.tools import ToolOps
 from ..settings import Settings
+from .held import HeldConnections
 
 
 @dataclass
@@ -30,6 +32,8 @@ class Services:
     servers: ServerOps
     credentials: CredentialOps
     inline: InlineRunner
+    held: HeldConnections
+    secrets: SecretIndex
     history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
@@ -45,10 +49,12 @@ class Services:
             history = engine_for(settings.history_url)
         return cls(settings, client, keys, http, registry, ToolOps(registry),
                    ServerOps(registry, http, limits), CredentialOps(registry),
-                   InlineRunner(settings, client, keys, http), history)
+                   InlineRunner(settings, client, keys, http),
+                   HeldConnections(settings, keys, client), SecretIndex(client, keys), history)
 
     async def close(self) -> None:
         self.inline.close()
+        await self.held.aclose()
         await self.http.aclose()
         if self.history is not None:
             await self.history.dispose()

@@ -30,8 +30,9 @@ from chatflow.runtime.state import ExecState
 
 from ..dataplane.trees import cancel_execution
 from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
-from ..studio import scope
+from ..studio.scope import tree_workspace
 from .auth import Caller, Writer
+from .authorization import Authorized, refuse_unresolved_references
 from .deps import Services, services
 
 router = APIRouter(tags=["executions"])
@@ -48,11 +49,8 @@ class CancelRequest(BaseModel):
              summary="Cancel an execution in flight and its whole callTool tree")
 async def cancel(executionId: str, svc: Svc, who: Writer,
                  body: Annotated[CancelRequest | None, Body()] = None) -> dict[str, Any]:
-    await svc.registry.catch_up()
-    owner = scope.owner_of_published(svc.registry)
-
-    def ours(root: ExecState) -> bool:  # the tree belongs to the workspace of its root tool
-        return owner(root.publishedToolId) == who.workspace
+    def ours(root: ExecState) -> bool:  # the tree's workspace, fixed when it started
+        return root.root.workspace == who.workspace
 
     outcome = await cancel_execution(svc.client, svc.keys, executionId,
                                      body.reason if body else "", svc.settings,
@@ -72,21 +70,6 @@ class HistoryUnavailable(RegistryError):
 
     status = 503
     code = "history_unavailable"
-
-
-def _owner(svc: Services, workspace: str) -> Any:
-    from chatflow.runtime.registry import workspace_of
-
-    from ..history.queries import Owner
-
-    owners: dict[str, str] = {}
-    for tool_id, tool in svc.registry.state.tools.items():
-        published = tool.get("publishedTool")
-        if isinstance(published, dict) and isinstance(published.get("id"), str):
-            owners[published["id"]] = workspace_of(tool)
-        # The builder's test runs of this tool (handlers/history/test_runs.py).
-        owners[f"test-{tool_id}"] = workspace_of(tool)
-    return Owner(workspace, owners)
 
 
 def _history(svc: Services) -> Any:
@@ -121,12 +104,10 @@ async def list_executions(
     # Imported here: chatflow.handlers.cli imports this package (``chatflow api``).
     from ..cli.executions_cmd import in_flight
 
-    await svc.registry.catch_up()
-    owner = scope.owner_of_published(svc.registry)
-    # ``tool`` is the publishedToolId that ran; a command's toolId is only its caller's label.
+    # Each tree's workspace was fixed when it started (RootInfo.workspace).
     if state is None:
         return [asdict(row) for row in await in_flight(svc.client, svc.keys)
-                if owner(row.tool) == who.workspace]
+                if row.workspace == who.workspace]
     from sqlalchemy.exc import SQLAlchemyError
 
     from ..history.queries import BadQuery, Filters, list_runs
@@ -142,14 +123,14 @@ async def list_executions(
         now = int(time.time() * 1000)
         for row in await in_flight(svc.client, svc.keys, now):
             started = now - row.ageMs
-            if (owner(row.tool) == who.workspace
+            if (row.workspace == who.workspace
                     and filters.admits_running(row.toolId, row.tool, row.contactId, started)):
                 running.append({**asdict(row), "state": "running", "startedMs": started})
         running.sort(key=lambda r: -int(r["startedMs"]))
     if state == "running":
         return {"executions": running, "nextCursor": None}
     try:
-        page, next_cursor = await list_runs(_history(svc), _owner(svc, who.workspace), filters,
+        page, next_cursor = await list_runs(_history(svc), who.workspace, filters,
                                             limit=limit, cursor=cursor)
     except BadQuery as exc:
         raise Invalid(str(exc)) from exc
@@ -167,9 +148,8 @@ async def execution_history(svc: Svc, who: Caller, execution_id: str) -> dict[st
 
     from ..history.queries import get_run
 
-    await svc.registry.catch_up()
     try:
-        run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)
+        run = await get_run(_history(svc), who.workspace, execution_id)
     except (SQLAlchemyError, OSError) as exc:
         raise HistoryUnavailable(f"the run history cannot answer: {exc.__class__.__name__}; "
                                  "check CHATFLOW_HISTORY_URL and run `chatflow history "
@@ -190,11 +170,7 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
         report = await replay_execution(svc.client, svc.keys, execution_id)
     except ValueError as exc:  # an id that names no partition
         raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
-    await svc.registry.catch_up()
-    started = next((e for e in report.trace if e.type == "started"), None)
-    tool = (started.detail or {}).get("publishedToolId") if started is not None else None
-    if started is not None and (not isinstance(tool, str)
-                                or scope.owner_of_published(svc.registry)(tool) != who.workspace):
+    if report.trace and tree_workspace(report.trace) != who.workspace:
         report.trace.clear()  # another workspace's execution reads exactly like a missing one
     if not report.trace:
         raise NotFound(f"no event log for execution {execution_id!r} (expired after "
@@ -218,7 +194,7 @@ class ForkRequest(BaseModel):
 
 @router.post("/executions/{execution_id}/fork",
              summary="Run a finished execution again from one of its blocks")
-async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkRequest,
+async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: ForkRequest,
                          wait: Annotated[bool, Query(description="wait for the answer and "
                                                                  "return it with the trace")]
                          = False) -> Any:
@@ -229,21 +205,23 @@ async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkReq
     from ..interfaces.client import trace, wait_results
 
     await svc.registry.catch_up()
-    run = await get_run(_history(svc), _owner(svc, who.workspace), execution_id)
+    run = await get_run(_history(svc), grant.workspace, execution_id)
     if run is None:
         raise NotFound(f"no run {execution_id!r} in the history (forks start from finished "
                        "runs)", code="execution_not_found")
     definition: dict[str, Any] | None = None
     if body.definition == "draft":
-        tool = svc.registry.state.tools.get(str(run["toolId"]))
-        if tool is None or _owner(svc, who.workspace).owners.get(
-                str((tool.get("publishedTool") or {}).get("id")), "default") != who.workspace:
+        tool = svc.registry.state.tool_in(str(run["toolId"]), grant.workspace)
+        if tool is None:
             raise NotFound(f"tool {run['toolId']!r} has no draft in this workspace")
         definition = tool.get("definition")
     elif isinstance(body.definition, dict):
         definition = body.definition
+    refuse_unresolved_references(svc, grant, definition if definition is not None
+                                 else (run.get("published") or {}).get("definition"))
     try:
-        fork = await start_fork(svc.client, svc.keys, run, from_block=body.fromBlockId,
+        fork = await start_fork(svc.client, svc.keys, run, grant=grant,
+                                from_block=body.fromBlockId,
                                 variables=body.variables, definition=definition,
                                 ttl_s=svc.settings.state_ttl_s,
                                 reply_allowed=svc.settings.reply_allowed())
@@ -255,8 +233,9 @@ async def fork_execution(svc: Svc, who: Writer, execution_id: str, body: ForkReq
     if not wait:
         return JSONResponse(started, status_code=202)
     timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
-    found = await wait_results(svc.client, fork.reply_to, {fork.command.commandId},
-                               after=b"0-0", timeout_s=timeout_s)
+    async with svc.held.hold(grant.actor, grant.workspace, for_ms=int(timeout_s * 1000)) as held:
+        found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
+                                   after=b"0-0", timeout_s=timeout_s)
     result = found[fork.command.commandId][0]
     if fork.reply_to != svc.keys.results:
         await svc.client.delete(fork.reply_to)  # private to this call

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..registry.errors import NotFound, Unauthorized
+from .authorization import for_internal
 from .deps import Services, services
 
 router = APIRouter(tags=["internal"])
@@ -49,7 +50,8 @@ async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
         raise NotFound(f"tool não encontrada: publishedToolId={body.publishedToolId}",
                        code="tool_not_found")
     published = parsed if not isinstance(parsed, tuple) else parsed[0]
-    run = await svc.inline.run(published, inputs=body.inputs, variables={})
+    run = await svc.inline.run(published, grant=for_internal(published), inputs=body.inputs,
+                               variables={})
     await svc.inline.record_executions(run)
     out = run.body()
     out.pop("variables", None)  # tool-local writes never leave the tool

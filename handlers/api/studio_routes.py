@@ -15,7 +15,8 @@ from chatflow.schemas import definition as schema
 
 from ..projections.metrics import HOUR_MS, to_ms
 from ..registry.errors import NotFound, RegistryError
-from .auth import Caller, Writer
+from .auth import Caller
+from .authorization import Authorized
 from .deps import Services, services
 
 router = APIRouter(tags=["studio"])
@@ -56,7 +57,7 @@ async def tool_daily(svc: Svc, who: Caller, tool_id: str,
 
 
 @router.post("/definitions/check", summary="Check a definition's shape; problems by JSON path")
-async def check_definition(_who: Writer,
+async def check_definition(_grant: Authorized,
                            definition: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     _parsed, problems = parse_definition(definition)
     body = RegistryError("", problems=[f"definition.{p}" for p in problems]).body()

@@ -10,8 +10,6 @@ from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from chatflow.runtime.registry import workspace_of
-from chatflow.runtime.registry.validation import foreign_references
-from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool
 
 from ..registry.errors import Invalid
@@ -20,6 +18,7 @@ from ..registry.metrics import tool_metrics
 from ..registry.models import ToolCreate, ToolPatch, VersionIn
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
+from .authorization import Authorized, problems_of, refuse_unresolved
 from .deps import Services, services
 
 log = structlog.get_logger("chatflow.api")
@@ -67,13 +66,13 @@ async def list_tools(svc: Svc, who: Caller,
 
 
 @router.post("/tools", status_code=201, summary="Create a tool (empty unless given)")
-async def create_tool(svc: Svc, who: Writer,
+async def create_tool(svc: Svc, grant: Authorized,
                       body: Annotated[ToolCreate | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.create(body or ToolCreate(), scope=who.scope)
+    return await svc.tools.create(body or ToolCreate(), scope=grant.scope)
 
 
 @router.post("/tools/test-flow", summary="Run a tool from a chosen block; returns the trace")
-async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
+async def test_flow(svc: Svc, grant: Authorized, body: TestFlow) -> dict[str, Any]:
     definition = body.definition
     tool_id = body.toolId or "test"
     name = ""
@@ -81,20 +80,18 @@ async def test_flow(svc: Svc, who: Writer, body: TestFlow) -> dict[str, Any]:
     if definition is None:
         if not body.toolId:
             raise Invalid("give a toolId or a definition")
-        tool = get_tool(svc.registry.state, body.toolId, workspace=who.workspace)
+        tool = get_tool(svc.registry.state, body.toolId, workspace=grant.workspace)
         definition, name = tool.get("definition"), tool.get("name", "")
-    refuse_foreign(svc, who.workspace, definition)
     data = dict(definition or {})
     if body.startBlockId:
         data["onboardingBlockId"] = body.startBlockId
-    parsed, problems = parse_definition(data)
-    if parsed is None or problems:
-        raise Invalid("the definition cannot run", code="invalid_definition",
-                      problems=[f"definition.{p}" for p in problems])
+    parsed = refuse_unresolved(svc, grant, data)
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
-    run = await svc.inline.run(published, inputs=body.inputs, variables=body.variables)
+    async with svc.held.hold(grant.actor, grant.workspace):
+        run = await svc.inline.run(published, grant=grant, inputs=body.inputs,
+                                   variables=body.variables)
     out = run.body()
-    out["inHistory"] = await _keep_test_run(svc, who.workspace, body.toolId, run)
+    out["inHistory"] = await _keep_test_run(svc, grant.workspace, body.toolId, run)
     return out
 
 
@@ -111,7 +108,9 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
     if svc.history is None or tool is None or workspace_of(tool) != workspace:
         return False
     try:
-        return await record_test_run(svc.history, run.executions, run.trace, run.definition)
+        secrets = await svc.secrets.of(workspace)
+        return await record_test_run(svc.history, run.executions, run.trace, run.definition,
+                                     secrets)
     except (SQLAlchemyError, OSError) as exc:
         log.warning("a test run was not kept in the run history", error=exc.__class__.__name__,
                     tool_id=tool_id)
@@ -119,17 +118,17 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
 
 
 @router.post("/tools/test-block", summary="Run one block alone (the builder's test panel)")
-async def test_block(svc: Svc, who: Writer, body: TestBlock) -> dict[str, Any]:
+async def test_block(svc: Svc, grant: Authorized, body: TestBlock) -> dict[str, Any]:
     data = single_block_definition(body.block)
     await svc.registry.catch_up()
-    refuse_foreign(svc, who.workspace, data)
-    parsed, problems = parse_definition(data)
+    parsed, problems = problems_of(svc, grant, data)
     if parsed is None or problems:
-        prefix = f"blocks.{data['onboardingBlockId']}."
+        prefix = f"definition.blocks.{data['onboardingBlockId']}."
         raise Invalid("the block cannot run", code="invalid_block",
                       problems=[p.replace(prefix, "block.", 1) for p in problems])
     published = PublishedTool(id="test-block", toolId="test-block", definition=parsed)
-    run = await svc.inline.run(published, inputs={}, variables=body.variables)
+    async with svc.held.hold(grant.actor, grant.workspace):
+        run = await svc.inline.run(published, grant=grant, inputs={}, variables=body.variables)
     return run.body()
 
 
@@ -139,8 +138,8 @@ async def get_one(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
 
 
 @router.patch("/tools/{tool_id}", summary="Save a draft (name, description, definition)")
-async def save_tool(svc: Svc, who: Writer, tool_id: str, body: ToolPatch) -> dict[str, Any]:
-    return await svc.tools.save(tool_id, body, scope=who.scope)
+async def save_tool(svc: Svc, grant: Authorized, tool_id: str, body: ToolPatch) -> dict[str, Any]:
+    return await svc.tools.save(tool_id, body, scope=grant.scope)
 
 
 @router.delete("/tools/{tool_id}", summary="Move a tool to the trash")
@@ -159,9 +158,9 @@ async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
 
 
 @router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
-async def publish_tool(svc: Svc, who: Writer, tool_id: str,
+async def publish_tool(svc: Svc, grant: Authorized, tool_id: str,
                        body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.publish(tool_id, body.version if body else None, scope=who.scope)
+    return await svc.tools.publish(tool_id, body.version if body else None, scope=grant.scope)
 
 
 @router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")
@@ -179,11 +178,3 @@ async def link_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[
                summary="Unlink a tool from an agent")
 async def unlink_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
     return await svc.tools.link(agent_id, tool_id, linked=False, scope=who.scope)
-
-
-def refuse_foreign(svc: Services, workspace: str, definition: Any) -> None:
-    """A test run never reaches another workspace's tools, servers or credentials."""
-    problems = foreign_references(svc.registry.state, definition, workspace)
-    if problems:
-        raise Invalid("the definition names objects that do not exist", code="invalid_definition",
-                      problems=problems)

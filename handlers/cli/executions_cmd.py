@@ -41,6 +41,7 @@ class InFlight:
     status: str
     ageMs: int
     deadlineInMs: int
+    workspace: str = "default"  # fixed when the tree started (RootInfo.workspace)
 
 
 async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> list[InFlight]:
@@ -61,7 +62,8 @@ async def in_flight(client: Client, keys: Keys, now_ms: int | None = None) -> li
         rows.append(InFlight(exec_id, leaf.execId, state.root.commandId, state.root.contactId,
                              state.publishedToolId, state.toolId, leaf.publishedToolId,
                              leaf.toolId, leaf.block, leaf.depth, leaf.status,
-                             max(0, now - state.startedMs), deadline - now))
+                             max(0, now - state.startedMs), deadline - now,
+                             state.root.workspace))
     rows.sort(key=lambda r: -r.ageMs)
     return rows
 
@@ -122,7 +124,7 @@ async def _finished(args: argparse.Namespace,
     from chatflow.runtime.errors import ConfigurationError
 
     from ..history.db import engine_for
-    from ..history.queries import BadQuery, Owner, list_runs
+    from ..history.queries import BadQuery, list_runs
 
     url = args.history_url or settings_from(args).history_url
     if not url:
@@ -130,7 +132,7 @@ async def _finished(args: argparse.Namespace,
                                  "CHATFLOW_HISTORY_URL or pass --history-url")
     engine = engine_for(url)
     try:  # the shell is an operator's: every workspace's runs
-        return await list_runs(engine, Owner("default"), filters, limit=args.limit,
+        return await list_runs(engine, None, filters, limit=args.limit,
                                cursor=args.cursor)
     except BadQuery as exc:
         raise ConfigurationError(str(exc)) from exc

@@ -38,8 +38,9 @@ def _value(text: str) -> Any:
 async def _run(args: argparse.Namespace) -> int:
     from ..history.db import engine_for
     from ..history.fork import ForkRefused, start_fork
-    from ..history.queries import Owner, get_run
+    from ..history.queries import get_run
     from ..interfaces.client import wait_results
+    from ..registry.scope import shell_grant
 
     settings = settings_from(args)
     url = args.history_url or settings.history_url
@@ -54,7 +55,7 @@ async def _run(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"--definition {args.definition}: {exc}") from exc
     engine = engine_for(url)
     try:
-        run = await get_run(engine, Owner("default"), args.execution_id)  # the operator's shell
+        run = await get_run(engine, None, args.execution_id)  # the operator's shell
     finally:
         await engine.dispose()
     if run is None:
@@ -63,7 +64,8 @@ async def _run(args: argparse.Namespace) -> int:
     client, keys = client_for(settings)
     try:
         try:
-            fork = await start_fork(client, keys, run, from_block=args.from_block,
+            fork = await start_fork(client, keys, run, grant=shell_grant(str(run["workspace"])),
+                                    from_block=args.from_block,
                                     variables=variables, definition=definition,
                                     ttl_s=settings.state_ttl_s,
                                     reply_allowed=settings.reply_allowed())

@@ -139,12 +139,13 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
 def cmd_up(args: argparse.Namespace) -> int:
     from ..controlplane.examples import publish_examples
-    from ..operations.embedded import EmbeddedServer, read_or_make_encryption_key
+    from ..operations.embedded import EmbeddedServer, private_dir, read_or_make_encryption_key
     from ..operations.logging import configure_logging
     from ..operations.serving import STOP_SIGNALS, serve_with_worker, serve_workers
     from ..redis_client import redact
 
     configure_logging()
+    private_dir(Path(args.data_dir).resolve())  # 0700, its files 0600 (docs/security.md)
     settings = _with_metrics_port(settings_from(args), args)
     if not settings.history_url:  # the run history, embedded: a SQLite file, nothing to install
         history = Path(args.data_dir).resolve() / "history.db"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
+
+from chatflow.runtime.masking import mask_url
 
 ADVICE = "start one with `chatflow up`, or set REDIS_URL (or --redis-url) to a running server"
 
@@ -23,16 +24,6 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
 
 
-def redacted(url: str) -> str:
-    """``url`` without its password (REDIS_URL may carry one)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def unreachable_message(exc: BaseException, url: str | None) -> str | None:
     """The line to print when ``exc`` means the server could not be reached, else ``None``;
     ``url`` is the one the command used (``--redis-url``, else Settings' REDIS_URL)."""
@@ -43,5 +34,5 @@ def unreachable_message(exc: BaseException, url: str | None) -> str | None:
         if isinstance(cause, RedisConnectionError | RedisTimeoutError | ConnectionRefusedError):
             where = url or "?"
             why = " ".join(str(cause).split()) or type(cause).__name__
-            return f"cannot reach Valkey/Redis at {redacted(where)} ({why}): {ADVICE}"
+            return f"cannot reach Valkey/Redis at {mask_url(where)} ({why}): {ADVICE}"
     return None

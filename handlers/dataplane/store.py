@@ -20,6 +20,7 @@ import structlog
 from redis.exceptions import NoScriptError
 
 from chatflow.runtime.limits import LOG_VALUE_MAX_BYTES, bounded_entry
+from chatflow.runtime.masking import mask
 from chatflow.runtime.state import (
     ExecState,
     StepOut,
@@ -31,6 +32,7 @@ from chatflow.runtime.state import (
 from chatflow.schemas.wire import DeadLetter
 
 from ..keys import COMMANDS_GROUP, STEPS_GROUP, Keys
+from ..redaction import SecretIndex
 from ..redis_client import Client, Command, send_all
 
 log = structlog.get_logger("chatflow.store")
@@ -248,6 +250,28 @@ class Coalescer:
                 future.set_result(value)
 
 
+_debug_event = msgspec.json.Decoder(dict[str, Any])
+
+
+async def mask_debug_events(secrets: SecretIndex, commits: list[Commit]) -> None:
+    """Mask the workspace's stored secret values in every debug event of ``commits`` (a
+    contact's debug stream must never hold one, even echoed back by an upstream or copied by
+    a script). Only debug events are looked at: a batch without any costs one pass over its
+    emits' kinds."""
+    for commit in commits:
+        t = commit.transition
+        if t is None or not t.emits:
+            continue
+        for i, emit in enumerate(t.emits):
+            if emit.kind != "debug":
+                continue
+            event = _debug_event.decode(emit.data)
+            known = await secrets.of(str(event.get("workspace") or "default"))
+            if known:
+                event["payload"] = mask(event.get("payload"), known)
+                t.emits[i] = msgspec.structs.replace(emit, data=msgspec.json.encode(event))
+
+
 class Store:
     def __init__(self, client: Client, keys: Keys, *, state_ttl_s: int, dedup_ttl_s: int,
                  marker_ttl_s: int, direct: bool = False, targets: Targets | None = None,
@@ -265,6 +289,9 @@ class Store:
         self.log_value_max_bytes = log_value_max_bytes  # each value an event-log entry keeps
         self._steps = [keys.steps(n) for n in range(keys.partitions)]  # named once, not per record
         self._tools = Coalescer(self.get_tools)
+        # The workspaces' stored secret values, masked in every debug event before it is
+        # written (handlers/redaction.py); None: not looked for (tools of tests, the CLI).
+        self.secrets: SecretIndex | None = None
 
     async def _execute(self, commands: list[Command]) -> list[Any]:
         """Send script calls in one round trip; reload the scripts once on NOSCRIPT."""
@@ -365,6 +392,8 @@ class Store:
     async def commit(self, commits: list[Commit]) -> list[int]:
         """Commit transitions, one script call for the whole batch (one per partition on a
         cluster; each transition atomic on its own); returns each one's verdict, in order."""
+        if self.secrets is not None:
+            await mask_debug_events(self.secrets, commits)
         verdicts = await self._commit(commits, redirect=False)
         wrong = [i for i, v in enumerate(verdicts) if v == Verdict.WRONG_TYPE]
         if wrong:

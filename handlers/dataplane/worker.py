@@ -41,6 +41,7 @@ from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
 from ..operations.loop import running_loop_name
 from ..projections.execlog import ExecutionLog, trim_source
+from ..redaction import SecretIndex
 from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
 from .batches import GroupReader, by_slot
@@ -117,6 +118,7 @@ class Worker:
                            targets=Targets(self.keys, s.results_maxlen, s.executions_maxlen,
                                            s.debug_maxlen, s.llm_usage_maxlen, s.debug_ttl_s),
                            log_value_max_bytes=s.log_value_max_bytes)
+        self.store.secrets = SecretIndex(self.client, self.keys)
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
         self.http = s.outbound()
@@ -356,7 +358,8 @@ class Worker:
             asyncio.create_task(self.delayed.run()),
         ]
         if s.metrics_port:
-            self.health = await HealthServer(s.metrics_host, s.metrics_port, self.ready,
+            self.health = await HealthServer(s.metrics_host or s.api_host, s.metrics_port,
+                                             self.ready,
                                              self._refresh_gauges, live=self.live).start()
         prom.UP.set(1)
         self._reader_changed()

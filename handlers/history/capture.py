@@ -6,10 +6,12 @@ default). So the trace is read when the event is consumed, right after the run e
 already gone (a projection that was down longer than the TTL, a Valkey restart without
 persistence) leaves the run's row with ``trace = 'expired'`` and no steps.
 
-Every value that reaches a row goes through ``handlers.redaction.redact``: keys that look
-secret (authorization, api key, token, secret, password, cookie) are masked whatever their
-depth, and so are ``Bearer ...`` and ``key=...`` inside text (a URL's query string). The
-command context was masked already when the log was written (``recordable_context``).
+Every value that reaches a row goes through the one masking policy
+(``chatflow.runtime.masking``): secret-named keys at any depth (a ``result`` that is JSON
+included), ``Bearer ...`` and secret-named query parameters inside text, anything deeper
+than its depth cap, and every stored secret value of the run's workspace, wherever it
+appears (an upstream that echoed it back, a script that copied it). The caller hands those
+values (``handlers.redaction.SecretIndex``).
 """
 
 from __future__ import annotations
@@ -20,21 +22,21 @@ from typing import Any
 
 import msgspec
 
+from chatflow.runtime.masking import mask, mask_json_text
 from chatflow.runtime.state import LogEntry, decode_log
-from chatflow.schemas.wire import ToolExecutionStreamEvent
+from chatflow.schemas.wire import ScopedExecutionEvent
 
 from ..keys import Keys
-from ..redaction import redact
 from ..redis_client import Client, Entry
 
-_event = msgspec.json.Decoder(ToolExecutionStreamEvent)
+# Every execution event read as the scoped one: a run of ``default`` writes the plain event,
+# which reads as workspace ``default``.
+_event = msgspec.json.Decoder(ScopedExecutionEvent)
+Secrets = tuple[str, ...]  # the workspace's stored secret values, masked wherever they appear
 MAX_TEXT = 64 * 1024  # a result or a message longer than this is cut: rows stay bounded
 _STATUS = {"tool_timeout": "timeout", "execution_cancelled": "cancelled"}
 
 
-def masked(value: Any) -> Any:
-    """``redact`` with room for 32 levels of nesting (its own start allows 6)."""
-    return redact(value, -26)
 
 
 @dataclass(slots=True)
@@ -45,12 +47,11 @@ class Captured:
     partition: int | None = None
 
 
-def _text(value: Any) -> str | None:
+def _text(value: Any, secrets: Secrets) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-    masked = redact(text)  # text: no depth to speak of
-    return masked[:MAX_TEXT] if isinstance(masked, str) else None
+    return mask_json_text(text, secrets)[:MAX_TEXT]
 
 
 def _ms(iso: str, fallback: int) -> int:
@@ -60,13 +61,13 @@ def _ms(iso: str, fallback: int) -> int:
         return fallback
 
 
-def status_of(event: ToolExecutionStreamEvent) -> str:
+def status_of(event: ScopedExecutionEvent) -> str:
     if event.success:
         return "ok"
     return _STATUS.get(event.errorCode or "", "error")
 
 
-def parse_events(entries: list[Entry]) -> list[tuple[str, ToolExecutionStreamEvent, int]]:
+def parse_events(entries: list[Entry]) -> list[tuple[str, ScopedExecutionEvent, int]]:
     """(dedup id, event, entry ms) of every readable execution event; others are skipped."""
     out = []
     for entry_id, fields in entries:
@@ -126,7 +127,7 @@ def _contact(log: list[LogEntry]) -> str | None:
     return str(value) if value is not None else None
 
 
-def _root_tool(event: ToolExecutionStreamEvent, root_log: list[LogEntry]) -> str:
+def _root_tool(event: ScopedExecutionEvent, root_log: list[LogEntry]) -> str:
     """The root's publishedToolId: the run's own at depth 0, else its root's ``started``
     entry; a child whose root log is gone keeps its own (documented in docs/history.md)."""
     if event.depth == 0:
@@ -136,26 +137,28 @@ def _root_tool(event: ToolExecutionStreamEvent, root_log: list[LogEntry]) -> str
     return str(tool) if tool else event.publishedToolId
 
 
-def step_row(exec_id: str, seq: int, e: LogEntry) -> dict[str, Any]:
+def step_row(exec_id: str, seq: int, e: LogEntry, secrets: Secrets = ()) -> dict[str, Any]:
     detail = dict(e.detail or {})
     method, url, status = detail.get("method"), detail.get("url"), detail.get("status")
     return {
         "execution_id": exec_id, "seq": seq, "type": e.type, "at_ms": e.at,
         "block_id": e.blockId, "block_type": e.blockType, "duration_ms": e.durationMs,
         "ok": e.ok, "error_code": e.error.code if e.error else None,
-        "error_message": _text(e.error.message) if e.error else None,
+        "error_message": _text(e.error.message, secrets) if e.error else None,
         "matched_condition_id": e.matchedConditionId, "next_block": e.next,
         "child_execution_id": e.child,
         "http_method": str(method)[:16] if method is not None else None,
-        "http_url": _text(url), "http_status": status if isinstance(status, int) else None,
-        "result": _text(e.result),
-        "writes": masked(e.writes) if e.writes else None,
-        "detail": masked(detail) if detail else None,
+        "http_url": _text(url, secrets),
+        "http_status": status if isinstance(status, int) else None,
+        "result": _text(e.result, secrets),
+        "writes": mask(e.writes, secrets) if e.writes else None,
+        "detail": mask(detail, secrets) if detail else None,
     }
 
 
-def capture(dedup: str, event: ToolExecutionStreamEvent, entry_ms: int,
-            log: list[LogEntry] | None, root_log: list[LogEntry] | None) -> Captured:
+def capture(dedup: str, event: ScopedExecutionEvent, entry_ms: int,
+            log: list[LogEntry] | None, root_log: list[LogEntry] | None,
+            secrets: Secrets = ()) -> Captured:
     """The run row (and its steps, when the log was still there) of one execution event."""
     ended = _ms(event.occurredAt, entry_ms)
     duration = max(0, event.durationMs)
@@ -178,15 +181,16 @@ def capture(dedup: str, event: ToolExecutionStreamEvent, entry_ms: int,
         "contact_id": _contact(root_log or log),
         "command_id": event.commandId, "status": status_of(event),
         "error_code": event.errorCode or (error.code if error else None),
-        "error_message": _text(error.message) if error else None,
-        "result": _text(end.result) if end is not None else None,
-        "inputs": masked(detail.get("inputs")) if detail.get("inputs") else None,
+        "error_message": _text(error.message, secrets) if error else None,
+        "result": _text(end.result, secrets) if end is not None else None,
+        "inputs": mask(detail.get("inputs"), secrets) if detail.get("inputs") else None,
         "started_ms": started.at if started is not None else ended - duration,
         "ended_ms": ended, "duration_ms": duration,
         "trace": "stored" if log else "expired",
         "forked_from_execution_id": None, "forked_from_block_id": None,
+        "workspace": event.workspace,
     }
-    steps = [step_row(dedup, seq, e) for seq, e in enumerate(log)]
+    steps = [step_row(dedup, seq, e, secrets) for seq, e in enumerate(log)]
     partition = None
     if event.executionId:
         try:

@@ -8,6 +8,7 @@ through :func:`shown`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def engine_for(url: str, **kwargs: Any) -> AsyncEngine:
     if full.startswith("sqlite"):
         path = make_url(full).database
         if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(path))
         # Several worker processes write one file: WAL lets readers go on while one writes,
         # and a writer waits for the lock instead of failing at once.
         engine = create_async_engine(full, connect_args={"timeout": 30}, **kwargs)
@@ -75,6 +76,17 @@ def engine_for(url: str, **kwargs: Any) -> AsyncEngine:
 
         return engine
     return create_async_engine(full, pool_pre_ping=True, **kwargs)
+
+
+def private_file(path: Path) -> None:
+    """Create the SQLite file 0600 before SQLite does (it would follow the umask), and make an
+    existing one and its WAL and SHM 0600: the history holds every workspace's runs. SQLite
+    gives the WAL and SHM it creates the database file's own mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        if name.exists():
+            os.chmod(name, 0o600)
 
 
 def _config(connection: Connection) -> Config:

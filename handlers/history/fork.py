@@ -26,11 +26,11 @@ import msgspec
 from chatflow.runtime.errors import ChatflowError
 from chatflow.schemas.wire import ExecuteToolCommand
 
-from ..keys import Keys
+from ..keys import FORK_PREFIX, Keys, origin_of
 from ..redaction import MASK
 from ..redis_client import Client
+from ..registry.scope import Grant
 
-FORK_PREFIX = "fork:"
 MAX_NAMED = 10  # masked places named in one refusal; the rest are counted
 
 
@@ -111,13 +111,6 @@ def refuse_masked(variables: dict[str, Any], definition: dict[str, Any] | None,
                 code="fork_needs_secrets")
 
 
-def origin_of(published_tool_id: str) -> str:
-    """The publishedToolId a fork's tool was made from (itself for any other tool)."""
-    if published_tool_id.startswith(FORK_PREFIX):
-        return published_tool_id[len(FORK_PREFIX):].rsplit(":", 1)[0]
-    return published_tool_id
-
-
 def variables_at(steps: list[dict[str, Any]], block_id: str) -> dict[str, Any]:
     """The variables a run had when it reached ``block_id`` (the first time): its starting
     variables with every earlier block's writes applied, in order."""
@@ -140,10 +133,14 @@ class Fork:
     reply_to: str
 
 
-async def start_fork(client: Client, keys: Keys, run: dict[str, Any], *, from_block: str,
-                     variables: dict[str, Any] | None, definition: dict[str, Any] | None,
-                     ttl_s: int, reply_allowed: Any) -> Fork:
-    """Publish the fork's tool and its command; the caller waits for the answer (or not)."""
+async def start_fork(client: Client, keys: Keys, run: dict[str, Any], *, grant: Grant,
+                     from_block: str, variables: dict[str, Any] | None,
+                     definition: dict[str, Any] | None, ttl_s: int, reply_allowed: Any) -> Fork:
+    """Publish the fork's tool and its command; the caller waits for the answer (or not).
+
+    The fork runs in ``grant``'s workspace (the caller's, who could see ``run``): its record
+    says so, so its blocks and every child it spawns resolve there. The record is made for
+    this one command (``forCommand``): no other command and no callTool can run it."""
     published = run.get("published") or {}
     chosen = definition if definition is not None else published.get("definition")
     if not isinstance(chosen, dict):
@@ -158,16 +155,20 @@ async def start_fork(client: Client, keys: Keys, run: dict[str, Any], *, from_bl
     fork_id = uuid.uuid4().hex[:12]
     origin = origin_of(str(run["publishedToolId"]))
     pt = f"{FORK_PREFIX}{origin}:{fork_id}"
+    command_id = f"fork-{fork_id}"
     record = {"id": pt, "toolId": run["toolId"], "name": str(published.get("name") or ""),
               "definition": {**chosen, "onboardingBlockId": from_block},
+              "workspace": grant.workspace, "forCommand": command_id,
               "forkOf": {"executionId": run["executionId"], "blockId": from_block,
                          "publishedToolId": origin}}
     await client.set(keys.tool(pt), json.dumps(record), ex=ttl_s)
     reply_to = f"{keys.prefix}stream:tool-results:fork-{fork_id}"
-    if not reply_allowed(reply_to):  # an operator narrowed CHATFLOW_REPLY_STREAMS
+    if reply_allowed(reply_to):
+        await private_reply_stream(client, reply_to, ttl_s)
+    else:  # an operator narrowed CHATFLOW_REPLY_STREAMS
         reply_to = keys.results
     command = msgspec.convert({
-        "commandId": f"fork-{fork_id}",
+        "commandId": command_id,
         "action": {"id": f"fork-{fork_id}", "type": "executeTool", "toolId": run["toolId"],
                    "publishedToolId": pt, "outputVariable": "result", "onError": "continue",
                    "errorVariable": "error"},
@@ -176,3 +177,14 @@ async def start_fork(client: Client, keys: Keys, run: dict[str, Any], *, from_bl
         "replyTo": reply_to}, ExecuteToolCommand)
     await client.xadd(keys.commands, {"data": msgspec.json.encode(command)})
     return Fork(command, pt, reply_to)
+
+
+async def private_reply_stream(client: Client, stream: str, ttl_s: int) -> None:
+    """Make ``stream`` now, empty, expiring in ``ttl_s``: the runtime's XADD of the answer
+    keeps the TTL, so a reply stream nobody reads (a fork without ``?wait``) goes away by
+    itself instead of holding its answer for ever."""
+    async with client.pipeline(transaction=True) as pipe:
+        pipe.xadd(stream, {"made": "1"})
+        pipe.xtrim(stream, maxlen=0)
+        pipe.expire(stream, ttl_s)
+        await pipe.execute()

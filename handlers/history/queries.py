@@ -1,16 +1,17 @@
 """Reading the history: finding runs (filters, newest first, cursor pages) and one run with
 its trace and the definition it ran.
 
-Access is the runtime's rule: a run belongs to the workspace of its root's published tool.
-The caller hands an :class:`Owner` (which published tools are whose, from the registry), and
-the filter is applied in SQL, so a page is never short because rows were hidden after it.
+Access is the runtime's rule: a run belongs to the workspace its tree was fixed in when it
+started (the ``workspace`` column, written from its execution event, never derived from the
+registry). The caller names the workspace (None: every workspace, for the operator's shell),
+and the filter is applied in SQL, so a page is never short because rows were hidden after it.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -30,23 +31,9 @@ class BadQuery(ChatflowError):
     """Raised when a history query's filter or cursor cannot be read."""
 
 
-@dataclass(frozen=True, slots=True)
-class Owner:
-    """Published tools by workspace. A published tool the registry does not know belongs to
-    ``default`` (as in ``handlers.studio.scope``), so ``default`` sees all but the others'."""
-
-    workspace: str
-    owners: dict[str, str] = field(default_factory=dict)
-
-    def clause(self) -> sa.ColumnElement[bool]:
-        col = runs.c.root_published_tool_id
-        if self.workspace == "default":
-            others = sorted(p for p, w in self.owners.items() if w != "default")
-            return col.not_in(others) if others else sa.true()
-        return col.in_(sorted(p for p, w in self.owners.items() if w == self.workspace))
-
-    def sees(self, root_published_tool_id: str) -> bool:
-        return self.owners.get(root_published_tool_id, "default") == self.workspace
+def owned_by(workspace: str | None) -> sa.ColumnElement[bool]:
+    """The runs ``workspace`` may see (None: all of them)."""
+    return sa.true() if workspace is None else runs.c.workspace == workspace
 
 
 def time_ms(value: str | None, name: str) -> int | None:
@@ -56,12 +43,24 @@ def time_ms(value: str | None, name: str) -> int | None:
     if not value:
         return None
     if value.isdigit():
-        return int(value)
+        return in_range(int(value), name)
     try:
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError as exc:
+        ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except (ValueError, OverflowError) as exc:
         raise BadQuery(f"{name} {value!r}: expected epoch milliseconds or an ISO 8601 time "
                        "such as 2026-01-02T03:04:05Z") from exc
+    return in_range(ms, name)
+
+
+# Epoch milliseconds a filter may name: up to 2^53 - 1 (JavaScript's safe integers, year
+# 287396). Larger ones would overflow the database's BIGINT, and no run is that late.
+MAX_MS = 2**53 - 1
+
+
+def in_range(ms: int, name: str) -> int:
+    if not 0 <= ms <= MAX_MS:
+        raise BadQuery(f"{name} {ms}: epoch milliseconds from 0 to {MAX_MS}")
+    return ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +130,8 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         ms, _, exec_id = raw.partition(":")
-        return int(ms), exec_id
-    except (ValueError, UnicodeDecodeError) as exc:
+        return in_range(int(ms), "cursor"), exec_id
+    except (ValueError, UnicodeDecodeError, BadQuery) as exc:
         raise BadQuery(f"cursor {cursor[:40]!r} is not one this API returned: pass the "
                        "nextCursor of the previous page unchanged") from exc
 
@@ -150,7 +149,7 @@ def run_json(row: Any) -> dict[str, Any]:
         "commandId": r["command_id"], "state": "finished", "status": r["status"],
         "errorCode": r["error_code"], "errorMessage": r["error_message"], "result": r["result"],
         "startedMs": r["started_ms"], "endedMs": r["ended_ms"], "durationMs": r["duration_ms"],
-        "trace": r["trace"], "forkedFrom": forked,
+        "trace": r["trace"], "forkedFrom": forked, "workspace": r["workspace"] or "default",
     }
 
 
@@ -167,12 +166,12 @@ def step_json(row: Any) -> dict[str, Any]:
             "result": r["result"], "writes": r["writes"], "detail": r["detail"]}
 
 
-async def list_runs(engine: AsyncEngine, owner: Owner, filters: Filters, *,
+async def list_runs(engine: AsyncEngine, workspace: str | None, filters: Filters, *,
                     limit: int = 50, cursor: str | None = None
                     ) -> tuple[list[dict[str, Any]], str | None]:
     """One page, newest first; the cursor of the next page, or None at the end."""
     limit = max(1, min(limit, MAX_LIMIT))
-    where = [owner.clause(), *filters.clauses()]
+    where = [owned_by(workspace), *filters.clauses()]
     if cursor:
         ms, exec_id = decode_cursor(cursor)
         where.append(sa.or_(runs.c.started_ms < ms,
@@ -187,23 +186,26 @@ async def list_runs(engine: AsyncEngine, owner: Owner, filters: Filters, *,
                   if more and page else None)
 
 
-async def get_run(engine: AsyncEngine, owner: Owner, execution_id: str) -> dict[str, Any] | None:
+async def get_run(engine: AsyncEngine, workspace: str | None,
+                  execution_id: str) -> dict[str, Any] | None:
     """A run, its trace, its children (ids) and the definition it ran; None when it is not
-    in the history or is another workspace's."""
+    in the history or is another workspace's (``workspace`` None: the shell sees all)."""
     async with engine.connect() as conn:
-        row = (await conn.execute(sa.select(runs).where(runs.c.execution_id == execution_id))
-               ).first()
-        if row is None or not owner.sees(row.root_published_tool_id):
+        row = (await conn.execute(sa.select(runs).where(runs.c.execution_id == execution_id,
+                                                        owned_by(workspace)))).first()
+        if row is None:
             return None
         trace = list(await conn.execute(sa.select(steps).where(steps.c.execution_id ==
                                                                execution_id)
                                         .order_by(steps.c.seq)))
         children = list(await conn.execute(
-            sa.select(runs.c.execution_id).where(runs.c.parent_execution_id == execution_id)
+            sa.select(runs.c.execution_id).where(runs.c.parent_execution_id == execution_id,
+                                                 owned_by(workspace))
             .order_by(runs.c.started_ms)))
         forks = list(await conn.execute(
-            sa.select(runs.c.execution_id).where(runs.c.forked_from_execution_id ==
-                                                 execution_id).order_by(runs.c.started_ms)))
+            sa.select(runs.c.execution_id).where(runs.c.forked_from_execution_id == execution_id,
+                                                 owned_by(workspace))
+            .order_by(runs.c.started_ms)))
         published = None
         if row.def_hash:
             published = (await conn.execute(sa.select(definitions.c.definition)

@@ -25,14 +25,14 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..keys import HISTORY_GROUP, Keys
+from ..keys import HISTORY_GROUP, Keys, origin_of
 from ..projections.progress import GroupProgress
-from ..redaction import redact_definition
+from ..redaction import SecretIndex, redact_definition
 from ..redis_client import Client, Entry
 from ..settings import Settings
+from .backfill import backfill_workspaces, owners
 from .capture import Captured, capture, parse_events, read_logs
 from .db import HistoryError, check, engine_for, upgrade
-from .fork import origin_of
 from .writer import HistoryWriter
 
 log = structlog.get_logger("chatflow.history")
@@ -51,6 +51,7 @@ class HistoryProjection:
         self.writer = HistoryWriter(engine)
         self.expired = 0  # runs stored without a trace: their event log was gone
         self.progress = GroupProgress(client, keys.executions, HISTORY_GROUP)
+        self.secrets = SecretIndex(client, keys)
         self._last_prune = 0.0
 
     @classmethod
@@ -64,6 +65,9 @@ class HistoryProjection:
         if migrate:
             await upgrade(self.engine)
         await check(self.engine)
+        filled = await backfill_workspaces(self.engine, await owners(self.client, self.keys))
+        if filled:
+            log.info("history rows given their workspace", rows=filled)
         await self.ensure_group()
 
     async def ensure_group(self) -> None:
@@ -81,7 +85,8 @@ class HistoryProjection:
                  if e.rootExecutionId and e.rootExecutionId not in ids]
         logs = await read_logs(self.client, self.keys, list(dict.fromkeys(ids + roots)))
         captured = [capture(dedup, event, entry_ms, logs.get(event.executionId),
-                            logs.get(event.rootExecutionId))
+                            logs.get(event.rootExecutionId),
+                            await self.secrets.of(event.workspace))
                     for dedup, event, entry_ms in events]
         defs = await self._definitions(captured)
         for c in captured:  # a fork stays in its original tool's workspace, and says so
@@ -114,6 +119,7 @@ class HistoryProjection:
                 # Published again since: not the definition the run used.
                 if raw is not None and hashlib.sha1(raw, usedforsecurity=False).hexdigest() == refs[i][1]:
                     copies[i] = raw
+        workspaces = {c.def_hash: str(c.run["workspace"]) for c in captured if c.def_hash}
         out: dict[str, Any] = {}
         for (_p, digest, _pt), blob in zip(refs, copies, strict=True):
             if blob is None:
@@ -121,7 +127,8 @@ class HistoryProjection:
             try:
                 # Static header values of an httpCall may be credentials: masked here too (a
                 # value that is only a {{variable}} reference holds none, and is kept).
-                out[str(digest)] = redact_definition(json.loads(blob))
+                secrets = await self.secrets.of(workspaces.get(digest, "default"))
+                out[str(digest)] = redact_definition(json.loads(blob), secrets)
             except ValueError:
                 continue
         return out
@@ -177,8 +184,9 @@ class HistoryProjection:
             now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
             trace_retention_ms=s.history_trace_retention_s * 1000,
             run_retention_ms=s.history_run_retention_s * 1000, batch=s.history_prune_batch)
-        if pruned.traces or pruned.runs:
-            log.info("history pruned", traces=pruned.traces, runs=pruned.runs)
+        if pruned.traces or pruned.runs or pruned.definitions:
+            log.info("history pruned", traces=pruned.traces, runs=pruned.runs,
+                     definitions=pruned.definitions)
 
     async def tick(self, dispatch: Process, held: set[bytes] | None = None) -> None:
         """One maintenance round (the worker's reclaim loop): reclaim, then prune."""

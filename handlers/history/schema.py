@@ -13,6 +13,7 @@ import sqlalchemy as sa
 metadata = sa.MetaData()
 
 ID = 200  # execution ids are ``N-<uuid>`` plus ``.<version>`` per callTool level
+WORKSPACE = 40  # [a-z0-9-]{1,40} (SPEC)
 
 runs = sa.Table(
     "history_runs", metadata,
@@ -22,7 +23,7 @@ runs = sa.Table(
     sa.Column("depth", sa.Integer, nullable=False),
     sa.Column("tool_id", sa.String(ID), nullable=False),
     sa.Column("published_tool_id", sa.String(ID), nullable=False),
-    # whose the run is: the workspace of its root's published tool (access control)
+    # the publishedToolId its tree started with (a fork's: the tool it forked)
     sa.Column("root_published_tool_id", sa.String(ID), nullable=False),
     sa.Column("def_hash", sa.String(128)),  # the definition version the run used
     sa.Column("contact_id", sa.String(ID)),
@@ -39,6 +40,10 @@ runs = sa.Table(
     sa.Column("trace", sa.String(16), nullable=False),
     sa.Column("forked_from_execution_id", sa.String(ID)),
     sa.Column("forked_from_block_id", sa.String(ID)),
+    # Whose the run is (access control): the workspace its tree was fixed in when it started,
+    # read from its execution event; never derived again, so purging or re-creating a tool
+    # moves no run. NULL only on rows written before this column (backfilled at start-up).
+    sa.Column("workspace", sa.String(WORKSPACE)),
     sa.Index("ix_history_runs_started", "started_ms", "execution_id"),
     sa.Index("ix_history_runs_tool", "tool_id", "started_ms"),
     sa.Index("ix_history_runs_published", "published_tool_id", "started_ms"),
@@ -47,6 +52,7 @@ runs = sa.Table(
     sa.Index("ix_history_runs_ended", "ended_ms"),
     sa.Index("ix_history_runs_root", "root_execution_id"),
     sa.Index("ix_history_runs_owner", "root_published_tool_id", "started_ms"),
+    sa.Index("ix_history_runs_workspace", "workspace", "started_ms"),
 )
 
 steps = sa.Table(

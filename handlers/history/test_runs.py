@@ -22,7 +22,8 @@ from .capture import Captured, capture, parse_events
 from .writer import HistoryWriter
 
 
-def captured_test_run(events: list[bytes], trace: list[LogEntry]) -> list[Captured]:
+def captured_test_run(events: list[bytes], trace: list[LogEntry],
+                      secrets: tuple[str, ...] = ()) -> list[Captured]:
     """History rows of one inline run: one per execution event it emitted, with its log
     (the events read as the consumer reads stream entries, by the same parser)."""
     logs: dict[str, list[LogEntry]] = {}
@@ -31,14 +32,15 @@ def captured_test_run(events: list[bytes], trace: list[LogEntry]) -> list[Captur
     now = int(time.time() * 1000)
     entries = [(b"0-0", {b"data": raw}) for raw in events]
     return [capture(dedup, event, now, logs.get(event.executionId),
-                    logs.get(event.rootExecutionId or event.executionId))
+                    logs.get(event.rootExecutionId or event.executionId), secrets)
             for dedup, event, _ms in parse_events(entries) if event.executionId]
 
 
 async def record_test_run(engine: AsyncEngine, events: list[bytes], trace: list[LogEntry],
-                          definition: tuple[str, bytes]) -> bool:
-    """Write a test run into the history; True when its root row is there afterwards."""
-    captured = captured_test_run(events, trace)
+                          definition: tuple[str, bytes], secrets: tuple[str, ...] = ()) -> bool:
+    """Write a test run into the history; True when its root row is there afterwards.
+    ``secrets``: the workspace's stored secret values, masked wherever they appear."""
+    captured = captured_test_run(events, trace, secrets)
     if not captured:
         return False
     digest, data = definition
@@ -46,6 +48,6 @@ async def record_test_run(engine: AsyncEngine, events: list[bytes], trace: list[
     if digest and data:
         # Static header values of an httpCall may be credentials: masked, as the consumer does
         # (a value that is only a {{variable}} reference is kept).
-        defs[digest] = redact_definition(json.loads(data))
+        defs[digest] = redact_definition(json.loads(data), secrets)
     await HistoryWriter(engine).write(captured, defs)
     return True

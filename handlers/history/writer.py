@@ -39,6 +39,7 @@ class Written:
 class Pruned:
     traces: int  # runs whose steps were deleted (their row stays, trace = 'pruned')
     runs: int
+    definitions: int = 0  # stored definitions no run uses any more
 
 
 class HistoryWriter:
@@ -104,4 +105,18 @@ class HistoryWriter:
             removed += len(ids)
             if len(ids) < batch:
                 break
-        return Pruned(traces, removed)
+        return Pruned(traces, removed, await self._unused_definitions(batch))
+
+    async def _unused_definitions(self, batch: int) -> int:
+        """Delete definitions no run uses any more (a fork's edited definition goes with the
+        fork's runs), at most ``batch`` per call. A definition stored in the same batch as
+        its first run is never orphaned: both are written in one transaction."""
+        used = sa.select(runs.c.def_hash).where(runs.c.def_hash == definitions.c.def_hash)
+        async with self.engine.begin() as conn:
+            hashes = list((await conn.execute(
+                sa.select(definitions.c.def_hash).where(~sa.exists(used)).limit(batch)
+            )).scalars())
+            if hashes:
+                await conn.execute(sa.delete(definitions)
+                                   .where(definitions.c.def_hash.in_(hashes)))
+        return len(hashes)

@@ -130,7 +130,7 @@ class EmbeddedServer:
         self.port = self.port or free_port()
         if self.data_dir is None:
             self.data_dir = self._owned_dir = tempfile.mkdtemp(prefix="chatflow-valkey-")
-        Path(self.data_dir).mkdir(parents=True, exist_ok=True)
+        private_dir(Path(self.data_dir))
         args = [binary, *self._config_file(), "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.data_dir, "--save", "", "--protected-mode", "yes",
                 "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "everysec"]
@@ -138,8 +138,10 @@ class EmbeddedServer:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", f"nodes-{self.port}.conf"]
         preexec = _parent_death_signal(os.getpid()) if self.die_with_parent else None
+        # umask 077: the AOF and RDB files hold every decrypted secret the registry projects
+        # (server headers, LLM keys), so only this user reads them, whatever the shell's umask.
         self.process = subprocess.Popen([*args, *self.extra], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, preexec_fn=preexec)
+                                        stderr=subprocess.PIPE, preexec_fn=preexec, umask=0o077)
         self._wait_ready(timeout_s)
         return self
 
@@ -229,3 +231,15 @@ def _write_private(path: Path, text: str) -> None:
 
 def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def private_dir(folder: Path) -> None:
+    """Make ``folder`` (and its parents) and leave it and everything in it readable by this
+    user only: the folder 0700, its files 0600 (a data folder an older version left 0755 and
+    0644 included)."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            continue
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)

@@ -37,6 +37,8 @@ from prometheus_client.core import CounterMetricFamily
 
 from chatflow.schemas.wire import LlmUsageEvent
 
+from ..keys import origin_of
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
@@ -294,7 +296,8 @@ def _observe_emits(emits: list[Any], counts: dict[tuple[Any, tuple[str, ...]], f
         outcome = "success" if success else "failure"
         # A publishedToolId the registry does not know is not a tool: one label for all,
         # so commands naming made-up ids cannot use up the per-tool label slots.
-        tool = UNKNOWN if code == "tool_not_found" else tool_label(published)
+        # A fork counts under the tool it forked: forks take no label slots of their own.
+        tool = UNKNOWN if code == "tool_not_found" else tool_label(origin_of(published))
         _count(counts, EXECUTIONS, tool, outcome, n=n)
         _tally(seconds, EXECUTION_SECONDS, (tool, outcome), ms, n)
     oks = [e.facts for e in emits if e.kind == "result" and e.facts is not None]

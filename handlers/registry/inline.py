@@ -38,6 +38,7 @@ from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
+from .scope import Grant
 
 _result = msgspec.json.Decoder(ToolResult)
 
@@ -93,16 +94,19 @@ class InlineRunner:
     def close(self) -> None:
         self.sandbox.close()
 
-    async def run(self, published: PublishedTool | ToolFailure, *, inputs: dict[str, Any],
-                  variables: dict[str, Any], start_block: str | None = None,
-                  contact: str = "inline") -> InlineRun:
+    async def run(self, published: PublishedTool | ToolFailure, *, grant: Grant,
+                  inputs: dict[str, Any], variables: dict[str, Any],
+                  start_block: str | None = None, contact: str = "inline") -> InlineRun:
+        """Run ``published`` to its answer. The tree runs in ``grant``'s workspace, whatever
+        the record says: its blocks resolve servers, credentials and tools there."""
         pt = published.id if isinstance(published, PublishedTool) else "inline"
         digest, data = "", b""
         if isinstance(published, PublishedTool):
+            update: dict[str, Any] = {"workspace": grant.workspace}
             if start_block:
-                definition = published.definition.model_copy(
+                update["definition"] = published.definition.model_copy(
                     update={"onboardingBlockId": start_block})
-                published = published.model_copy(update={"definition": definition})
+            published = published.model_copy(update=update)
             data = published.model_dump_json(by_alias=True).encode()
             digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
             self.definitions.put(digest, published)

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from chatflow.runtime.registry import Ref, RegistryState
+from chatflow.runtime.registry import Ref, RegistryState, workspace_of
 from chatflow.runtime.registry.views import (
     agent_cache,
     credential_cache,
@@ -33,6 +33,10 @@ from .errors import Invalid
 
 log = structlog.get_logger("chatflow.registry")
 VIEWS = ("tools", "servers", "credentials")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _json(value: Any) -> str:
@@ -54,6 +58,9 @@ class Projector:
 
     async def write(self, state: RegistryState, refs: Iterable[Ref], last_id: str) -> None:
         k = self.keys
+        refs = set(refs)
+        secrets = any(kind in ("server", "credential") for kind, _ in refs)
+        listed = await self.client.smembers(k.workspace_secrets_index) if secrets else set()
         async with self.client.pipeline(transaction=False) as pipe:
             for kind, ident in sorted(set(refs)):
                 if kind == "tool":
@@ -75,8 +82,35 @@ class Projector:
                         pipe.delete(k.ai_agent(ident))
                     else:
                         pipe.set(k.ai_agent(ident), _json(cache))
+            if secrets:
+                self._secrets(pipe, state, {_text(w) for w in listed})
             pipe.set(k.registry_projected, last_id)
             await pipe.execute()
+
+    def _secrets(self, pipe: Any, state: RegistryState, listed: set[str]) -> None:
+        """Each workspace's stored secret values, as one set (``Keys.workspace_secrets``):
+        what every recorder masks wherever it appears (handlers/redaction.py). Rewritten
+        whole when a server or credential changed; a workspace left with none loses its set."""
+        by_workspace: dict[str, set[str]] = {}
+        for server in state.servers.values():
+            layers = [server, *server.get("endpoints", {}).values()]
+            values = {self._decrypt(h["value"]) for layer in layers
+                      for h in layer.get("headers") or [] if h.get("secret")}
+            by_workspace.setdefault(workspace_of(server), set()).update(values)
+        for cred in state.credentials.values():
+            if cred.get("apiKey"):
+                by_workspace.setdefault(workspace_of(cred), set()).add(
+                    self._decrypt(cred["apiKey"]))
+        index = self.keys.workspace_secrets_index
+        for workspace, values in by_workspace.items():
+            key = self.keys.workspace_secrets(workspace)
+            pipe.delete(key)
+            if values - {""}:
+                pipe.sadd(key, *sorted(values - {""}))
+            pipe.sadd(index, workspace)
+        for gone in listed - set(by_workspace):  # its last server or credential was deleted
+            pipe.delete(self.keys.workspace_secrets(gone))
+            pipe.srem(index, gone)
 
     def _tool(self, pipe: Any, state: RegistryState, tool_id: str) -> None:
         k = self.keys

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from chatflow.runtime.masking import is_secret_name
 from chatflow.runtime.registry.views import MASK
 
 MAX_HEADERS = 64
 MAX_VALUE_CHARS = 1024
-# Substrings of a header name that mean its value is (or holds) a credential.
-_SECRET_NAME = re.compile(r"cookie|auth|token|secret|session|api-?key|password|signature|"
-                          r"credential", re.IGNORECASE)
+# Response headers that carry a session by name, beyond the policy's credential names.
+_SESSION = re.compile(r"session", re.IGNORECASE)
 
 
 def secret_values(config: Mapping[str, object], endpoint_id: str) -> list[str]:
@@ -48,7 +48,7 @@ def shown_headers(headers: Mapping[str, str] | Iterable[tuple[str, str]],
         if len(out) == MAX_HEADERS:
             out.append({"name": "…", "value": f"more headers not shown (first {MAX_HEADERS})"})
             break
-        if _SECRET_NAME.search(name) or any(s in value for s in known):
+        if is_secret_name(name) or _SESSION.search(name) or any(s in value for s in known):
             value = MASK
         elif len(value) > MAX_VALUE_CHARS:
             value = value[:MAX_VALUE_CHARS] + "…"

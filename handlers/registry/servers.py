@@ -14,6 +14,7 @@ from chatflow.runtime.blocks.endpoint import call_endpoint
 from chatflow.runtime.edge import server_edge
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.limits import Limits
+from chatflow.runtime.masking import mask, mask_text
 from chatflow.runtime.origins import origin_of
 from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState, workspace_of
@@ -315,11 +316,16 @@ class ServerOps:
         call = await call_endpoint(self.http, config, server_id, endpoint_id, mappings,
                                    body.variables, {}, timeout_ms=self.limits.http_timeout_ms,
                                    max_chars=self.limits.max_rendered_chars)
-        error = {"code": call.error.code, "message": call.error.message} if call.error else None
-        return {"ok": call.error is None, "method": call.method, "url": call.url,
-                "status": call.status, "body": call.body, "error": error,
-                "durationMs": call.duration_ms,
-                "headers": shown_headers(call.headers, secret_values(config, endpoint_id))}
+        # What went out carried the server's secrets; what comes back is masked by the one
+        # policy, so an upstream that echoes one (in a header, the body or an error) shows
+        # the mask to whoever pressed Test.
+        secrets = secret_values(config, endpoint_id)
+        error = ({"code": call.error.code, "message": mask_text(call.error.message, secrets)}
+                 if call.error else None)
+        return {"ok": call.error is None, "method": call.method,
+                "url": mask_text(call.url, secrets), "status": call.status,
+                "body": mask(call.body, secrets), "error": error,
+                "durationMs": call.duration_ms, "headers": shown_headers(call.headers, secrets)}
 
 
 class CredentialOps:

@@ -79,41 +79,6 @@ def _check_call_tool(state: RegistryState, path: str, block: CallToolBlock,
     return problems
 
 
-def foreign_references(state: RegistryState, raw: Any, workspace: str) -> list[str]:
-    """callTool, callEndpoint and callAI blocks of a raw definition that name an object of
-    another workspace, worded as a missing one (a test run refuses them before it starts)."""
-    blocks = raw.get("blocks") if isinstance(raw, dict) else None
-    if not isinstance(blocks, dict):
-        return []
-    problems: list[str] = []
-    for key, block in blocks.items():
-        if isinstance(block, dict):
-            problems += _foreign_block(state, f"definition.blocks.{key}", block, workspace)
-    return problems
-
-
-def _foreign_block(state: RegistryState, path: str, block: Record, workspace: str) -> list[str]:
-    kind = block.get("type")
-    pt, tool_id = block.get("publishedToolId"), block.get("toolId")
-    server_id, cred_id = block.get("serverId"), block.get("llmCredentialId")
-    if kind == "callTool" and isinstance(pt, str):
-        if _foreign(state.tools.get(state.published.get(pt, "")), workspace):
-            return [f"{path}.publishedToolId: no published tool {pt!r}"]
-        if isinstance(tool_id, str) and _foreign(state.tools.get(tool_id), workspace):
-            return [f"{path}.toolId: no tool {tool_id!r}"]
-    if (kind == "callEndpoint" and isinstance(server_id, str)
-            and _foreign(state.servers.get(server_id), workspace)):
-        return [f"{path}.serverId: no integration server {server_id!r}"]
-    if (kind == "callAI" and isinstance(cred_id, str)
-            and _foreign(state.credentials.get(cred_id), workspace)):
-        return [f"{path}.llmCredentialId: no LLM credential {cred_id!r}"]
-    return []
-
-
-def _foreign(item: Record | None, workspace: str) -> bool:
-    return item is not None and workspace_of(item) != workspace
-
-
 def call_targets(definition: Any) -> list[tuple[str, str]]:
     """``(blockKey, publishedToolId)`` of every callTool block of a raw definition."""
     blocks = definition.get("blocks") if isinstance(definition, dict) else None

@@ -111,9 +111,11 @@ async def test_an_ad_hoc_endpoint_runs_against_the_real_api(api: Api, upstream: 
                      "bodyTemplate": {"page": 1}},
         "paramMappings": [{"name": "q", "in": "query", "value": "cats"},
                           {"name": "size", "in": "body", "value": "10"}]})
+    # The upstream got the secret header; its echo of it comes back masked (the one masking
+    # policy: a stored secret value is masked wherever it appears).
+    assert upstream.requests[-1].headers["authorization"] == "Bearer top-secret-1"
     assert result["body"] == {"method": "POST", "path": "/search", "query": {"q": "cats"},
-                              "body": {"page": 1, "size": "10"},
-                              "auth": "Bearer top-secret-1"}
+                              "body": {"page": 1, "size": "10"}, "auth": "***"}
     failing = await api.ok("POST", "/integration-servers/srv-1/endpoints/test", json={
         "endpoint": {"name": "bad", "path": "/status/404"}})
     assert failing["ok"] is False and failing["status"] == 404
@@ -129,7 +131,7 @@ async def test_llm_credentials_are_stored_encrypted_and_cached_in_clear(api: Api
         "apiKey": "sk-live-abcdef"})
     assert "sk-live-abcdef" not in str(created)
     cache = await api.get_key(api.keys.llm_credential("cred-1"))
-    assert cache == {"id": "cred-1", "name": "OpenAI", "provider": "openai",
+    assert cache == {"id": "cred-1", "workspace": "default", "name": "OpenAI", "provider": "openai",
                      "baseUrl": "http://127.0.0.1:9/v1", "apiKey": "sk-live-abcdef",
                      "apiKeyOrigin": "http://127.0.0.1:9"}
     log = await api.client.xrange(api.keys.registry)

@@ -21,9 +21,9 @@ def test_history_upgrade_migrates_once_and_status_says_where_the_database_is(
     assert before.returncode == 1 and "at none" in before.stdout
     first = chatflow("history", "upgrade", env={"CHATFLOW_HISTORY_URL": url})
     assert first.returncode == 0, first.stderr
-    assert "empty -> r0001" in first.stdout
+    assert "empty -> r0002" in first.stdout
     again = chatflow("history", "upgrade", "--url", url)
-    assert again.returncode == 0 and "already at r0001" in again.stdout
+    assert again.returncode == 0 and "already at r0002" in again.stdout
     assert chatflow("history", "status", "--url", url).returncode == 0
 
 
