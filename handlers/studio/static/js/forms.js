@@ -191,6 +191,7 @@ export function blockForm(ctx, blockId) {
       continue;
     }
     if (name === "inputVariables" || name === "paramMappings") { parts.push(mappings(ctx, blockId, name, block, wrap, vars)); continue; }
+    if (name === "retry") { parts.push(retryFields(ctx, blockId, block)); continue; }
     if (name === "source") {
       const [area, box] = codeEditor({ name, rows: 10, readonly: ro, value: value || "" }, (v) => ctx.set(blockId, name, v, { coalesce: true }));
       mark(area, name);
@@ -243,6 +244,49 @@ export function blockForm(ctx, blockId) {
     parts.push(conditions(ctx, blockId, block, wrap, listId));
   }
   return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
+}
+
+/** SPEC's defaults: what a policy switched on starts from. */
+const RETRY = { maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 5000,
+  retryOn: [429, 502, 503, 504, "timeout", "connection"] };
+const RETRY_NUMBERS = [["maxAttempts", "Max attempts", { min: 1, max: 10 }, "Counts the first attempt (1 to 10)."],
+  ["initialIntervalMs", "Initial interval (ms)", { min: 0 }, "The wait after the first attempt; jittered ±20%."],
+  ["backoffCoefficient", "Backoff coefficient", { min: 1, step: 0.1 }, "Each wait is the previous one times this."],
+  ["maxIntervalMs", "Max interval (ms)", { min: 0 }, "No wait is longer (a longer Retry-After still wins)."]];
+
+/** "Retry on": statuses, 5xx, timeout, connection, comma-separated. */
+function retryOnOf(text) {
+  return text.split(",").map((t) => t.trim()).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+}
+
+/** The block's retry policy (SPEC's `retry`): off, or its attempts, its waits and what it retries. */
+function retryFields(ctx, blockId, block) {
+  const ro = ctx.readonly;
+  const policy = block.retry && typeof block.retry === "object" ? block.retry : null;
+  const on = h("input", { type: "checkbox", name: "retry", checked: !!policy, disabled: ro, id: uid("retry") });
+  on.addEventListener("change", () => ctx.edit((d) => {
+    d.blocks[blockId].retry = on.checked ? JSON.parse(JSON.stringify(RETRY)) : undefined;
+  }, { form: true }));
+  const put = (key, value) => ctx.edit((d) => {
+    const b = d.blocks[blockId];
+    b.retry = { ...(b.retry || {}), [key]: value };
+  }, { coalesce: `${blockId}.retry.${key}` });
+  const parts = [h("div", { class: "check" }, on, h("label", { for: on.id }, "Retry on failure"))];
+  if (policy) {
+    for (const [key, label, limits, hint] of RETRY_NUMBERS) {
+      const input = h("input", { type: "number", name: `retry.${key}`, value: policy[key] ?? RETRY[key], readonly: ro, ...limits });
+      input.addEventListener("input", () => { if (input.value !== "") put(key, Number(input.value)); });
+      parts.push(field(label, input, hint));
+    }
+    const retryOn = h("input", { type: "text", name: "retry.retryOn", readonly: ro,
+      value: (policy.retryOn || RETRY.retryOn).join(", ") });
+    retryOn.addEventListener("change", () => put("retryOn", retryOnOf(retryOn.value)));
+    parts.push(field("Retry on", retryOn, "Statuses (429, 503…), 5xx, timeout, connection; comma-separated."));
+  }
+  const box = h("fieldset", { class: "retry" }, h("legend", {}, "Retry policy"), parts);
+  const msg = (ctx.problems || new Map()).get("retry");
+  if (msg && msg.length) box.append(h("p", { class: "error", role: "alert" }, msg.join("; ")));
+  return box;
 }
 
 function conditions(ctx, blockId, block, wrap, listId) {
