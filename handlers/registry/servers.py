@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from chatflow.runtime.blocks.endpoint import call_endpoint
-from chatflow.runtime.edge import server_edge
+from chatflow.runtime.edge import Gated, server_edge
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.limits import Limits
 from chatflow.runtime.masking import mask, mask_text
@@ -30,7 +30,7 @@ from chatflow.runtime.registry.views import (
 )
 from chatflow.schemas.definition import CallEndpointParamMapping
 
-from ..dataplane.edge import circuit_view
+from ..dataplane.edge import SharedGate, circuit_view
 from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .models import (
@@ -87,6 +87,14 @@ class ServerOps:
         self.registry = registry
         self.http = http
         self.limits = limits
+        self._shared_gate: SharedGate | None = None
+
+    def _gate(self) -> SharedGate:
+        """The gate of servers' limits and circuits (made on first use: the registry's client)."""
+        if self._shared_gate is None:
+            self._shared_gate = SharedGate(self.registry.client, self.registry.keys,
+                                           lease_ms=max(1_000, self.limits.http_timeout_ms * 2))
+        return self._shared_gate
 
     @property
     def state(self) -> RegistryState:
@@ -313,7 +321,14 @@ class ServerOps:
                     body: EndpointTest) -> Record:
         mappings = [CallEndpointParamMapping.model_validate(m.model_dump(by_alias=True))
                     for m in body.paramMappings]
-        call = await call_endpoint(self.http, config, server_id, endpoint_id, mappings,
+        # A test call counts against the server's limits and circuit like a run's: a person
+        # pressing Test must not push a limited server past its limit.
+        sender: Outbound | Gated = self.http
+        edge = server_edge(server_id, config)
+        scope = None if isinstance(edge, ToolFailure) else edge.scope(server_id, "default")
+        if scope is not None:
+            sender = Gated(self.http, self._gate(), scope, self.limits.http_timeout_ms)
+        call = await call_endpoint(sender, config, server_id, endpoint_id, mappings,
                                    body.variables, {}, timeout_ms=self.limits.http_timeout_ms,
                                    max_chars=self.limits.max_rendered_chars)
         # What went out carried the server's secrets; what comes back is masked by the one

@@ -66,6 +66,10 @@ async def test_the_api_shows_a_server_s_circuit_open_with_its_failures(
     assert (circuit["state"], circuit["failures"]) == ("open", 2), circuit
     assert circuit["openedAt"] >= time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(before - 1))
     assert len(upstream.requests) == 2
+    # A person's Test call counts too: refused by the open circuit, nothing sent.
+    tested = await api.ok("POST", "/integration-servers/srv-down/endpoints/ep/test", json={})
+    assert tested["error"]["code"] == "circuit_open", tested
+    assert len(upstream.requests) == 2
 
 
 async def test_non_get_calls_carry_the_server_s_key_header_or_none_and_gets_none(
