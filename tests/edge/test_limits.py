@@ -4,7 +4,10 @@ CHATFLOW_ORIGIN_LIMITS). Real ``chatflow worker`` processes, a real loopback ups
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -17,7 +20,7 @@ from chatflow.handlers.operations.metrics import REGISTRY
 from chatflow.runtime.origins import origin_of
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
-from tests.support.http import LoopbackServer
+from tests.support.http import LoopbackServer, Reply, Request, json_reply
 from tests.support.processes import WorkerProc, kill, start_worker
 
 from .support import Counting, endpoint_tool, put_server, put_tool_in
@@ -156,3 +159,49 @@ async def test_a_call_that_waited_for_its_turn_is_counted(
     assert await run_all(harness, "pt", 4, timeout_s=30) == ["200"] * 4
     waited = (REGISTRY.get_sample_value("chatflow_rate_limit_waits_total") or 0.0) - before
     assert upstream.most == 1 and waited >= 2, (upstream.most, waited)
+
+
+async def test_a_slot_held_by_a_killed_worker_comes_back_within_the_claim_window(
+        client_only: Harness, http_server: LoopbackServer, redis_url: str, prefix: str) -> None:
+    h = client_only
+    arrived, release = threading.Event(), threading.Event()
+    times: list[float] = []
+
+    def held_first(_request: Request) -> Reply:
+        times.append(time.monotonic())
+        if len(times) == 1:
+            arrived.set()
+            release.wait(30)  # the first call hangs until its worker is long dead
+        return json_reply({"ok": True})
+
+    http_server.route("GET", "/call", held_first)
+    await put_server(h, "srv", http_server.base, limits={"maxConcurrent": 1})
+    await h.put_tool("pt", endpoint_tool("srv"))
+    settings = {**WORKER, "claim_idle_ms": "1000"}
+    first = start_worker(redis_url, prefix, **settings)
+    second = None
+    try:
+        mark = await h.mark()
+        command = h.command("pt")
+        await h.send(command)
+        assert await asyncio.to_thread(arrived.wait, 30)
+        kill(first)  # its slot is still taken: no one gives it back
+        killed = time.monotonic()
+        # The dead worker's slot ends with its lease, at most a claim window from now.
+        (held,) = await h.client.zrange(f"{prefix}{{edge:server:srv}}:slots", 0, -1,
+                                        withscores=True)
+        seconds, micros = await h.client.time()
+        assert held[1] - (seconds * 1000 + micros // 1000) <= 1000, held
+        second = start_worker(redis_url, prefix, **settings)
+        found = await h.results_after(mark, {command.commandId}, timeout_s=30)
+        (result,) = found[command.commandId]
+    finally:
+        release.set()
+        kill(first)
+        if second is not None:
+            kill(second)
+    assert (result.ok, result.result) == (True, "200"), result
+    # The step was reclaimed and its call got the dead worker's slot once its lease ended:
+    # the slot's lease is the claim window, like the stream entry's.
+    assert len(times) == 2
+    assert times[1] - killed < 15, times[1] - killed  # a claim window and a worker's start
