@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from chatflow.runtime import retry
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import BlockOutcome
+from chatflow.schemas.definition import ToolDefinition, format_validation_error
 from chatflow.schemas.edge import RetryPolicy
 from tests.core.tools import http, ret, to, tool
 from tests.machine.driver import Driver, command
@@ -226,3 +228,26 @@ def test_a_fatal_failure_is_never_retried() -> None:
     run = Driver({"pt": retried()}, outcome).run(command("pt"))
     assert run.result.error is not None and run.result.error.code == "execution_cancelled"
     assert run.delayed == []
+
+
+# -- a definition's policy, validated by name ---------------------------------------------------
+
+BAD = [
+    ("an unknown field is named", {"maxAtempts": 3}, "blocks.h.retry.maxAtempts: Extra inputs"),
+    ("more than ten attempts", {"maxAttempts": 11}, "blocks.h.retry.maxAttempts: Input should be"),
+    ("a status that is no error", {"retryOn": [200]}, "blocks.h.retry.retryOn: Value error, 200 is"),
+    ("an unknown kind", {"retryOn": ["sometimes"]}, "blocks.h.retry.retryOn.0"),
+    ("a coefficient below one", {"backoffCoefficient": 0.5},
+     "blocks.h.retry.backoffCoefficient: Input should be greater than or equal to 1"),
+    ("a cap below the first interval", {"initialIntervalMs": 500, "maxIntervalMs": 100},
+     "blocks.h.retry: Value error, maxIntervalMs (100) is less than initialIntervalMs (500)"),
+]
+
+
+@pytest.mark.parametrize(("why", "policy", "problem"), BAD, ids=[r[0] for r in BAD])
+def test_a_bad_policy_is_refused_naming_its_field(why: str, policy: dict[str, Any],
+                                                  problem: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        ToolDefinition.model_validate(retried(**policy))
+    lines = format_validation_error(caught.value)
+    assert any(line.startswith(problem) for line in lines), lines
