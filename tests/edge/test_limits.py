@@ -111,6 +111,9 @@ async def test_a_call_that_cannot_get_a_turn_before_the_deadline_fails_rate_limi
     assert 3 <= results.count("200") <= 4, results
     assert results.count("rate_limited") == 10 - results.count("200"), results
     assert len(upstream.times) == results.count("200")
+    messages = {r["error"]["message"] for r in await h.stream(h.keys.results) if r["error"]}
+    assert messages == {"limite de requisições atingido: serverId=srv (requestsPerSecond=2, "
+                        "burst=1); sem vez antes do prazo da tool"}, messages
 
 
 async def test_two_workspaces_sharing_a_limited_origin_each_get_at_least_forty_percent(
