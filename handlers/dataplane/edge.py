@@ -96,6 +96,7 @@ class SharedGate:
         self._circuits: dict[str, str] = {}
         self._asked: list[tuple[LuaScript, Command, asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._leaving: set[asyncio.Task[None]] = set()  # releases of cancelled calls
 
     async def _script(self, script: LuaScript, keys: list[str], args: list[Any]) -> Any:
         """One script call, sent with every other asked in the same loop turn: under load a
@@ -180,7 +181,11 @@ class SharedGate:
                     self._held.setdefault(scope, set()).add(holder)
                 if ms > 0:
                     waited = True
-                    await self.sleep(ms / 1000)
+                    try:
+                        await self.sleep(ms / 1000)
+                    except BaseException:  # cancelled while waiting for its turn
+                        self._abandon(scope, ticket)
+                        raise
                 if waited:
                     metrics.rate_limit_waited()
                 ticket.waited_ms = int((time.monotonic() - started) * 1000)
@@ -202,12 +207,24 @@ class SharedGate:
         stored = await self.client.hget(k.circuit, "failures")
         return int(stored) if stored else breaker.failureThreshold
 
-    async def leave(self, scope: EdgeScope, ticket: Ticket, failed: bool | None) -> None:
+    def _abandon(self, scope: EdgeScope, ticket: Ticket) -> None:
+        """Give back what a cancelled call took, without awaiting in its cancelled task: no
+        longer renewed, its slot is released in the background (or ends with its lease)."""
+        self._forget(scope, ticket)
+        if ticket.slot or ticket.probe:
+            task = asyncio.get_running_loop().create_task(self.leave(scope, ticket, None))
+            self._leaving.add(task)
+            task.add_done_callback(self._leaving.discard)
+
+    def _forget(self, scope: EdgeScope, ticket: Ticket) -> None:
         held = self._held.get(scope)
         if held is not None:
             held.discard(ticket.holder)
             if not held:
                 del self._held[scope]
+
+    async def leave(self, scope: EdgeScope, ticket: Ticket, failed: bool | None) -> None:
+        self._forget(scope, ticket)
         breaker = scope.breaker
         if not (ticket.slot or ticket.probe or (breaker is not None and failed)):
             return  # nothing to give back, nothing the circuit counts: no round trip
