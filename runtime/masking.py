@@ -108,7 +108,7 @@ def mask(value: Any, secrets: Iterable[str] = (), *,
 def _mask(value: Any, secrets: tuple[str, ...], keep: Callable[[str, Any], bool] | None,
           depth: int) -> Any:
     if isinstance(value, str):
-        return mask_text(value, secrets)
+        return _mask_string(value, secrets, depth)
     if depth >= MAX_DEPTH and isinstance(value, dict | list | tuple):
         return MASK
     if isinstance(value, dict):
@@ -121,15 +121,24 @@ def _mask(value: Any, secrets: tuple[str, ...], keep: Callable[[str, Any], bool]
     return value
 
 
-def mask_json_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """A text that may be a JSON document (a tool's ``result``): a JSON object or array is
-    masked as a value and written back compact; any other text as text."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
+# A text longer than this is not read as JSON (masked as text): recorders cap what they keep.
+_JSON_TEXT_MAX = 1024 * 1024
+
+
+def _mask_string(text: str, secrets: tuple[str, ...], depth: int) -> str:
+    """A text that is a JSON object or array (a tool's ``result``, a script's output kept as
+    text) is masked as the value it holds and written back compact; any other as text."""
+    if len(text) <= _JSON_TEXT_MAX and text.lstrip()[:1] in ("{", "["):
         try:
             parsed = json.loads(text)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict | list):
-            return json.dumps(mask(parsed, secrets), ensure_ascii=False, separators=(",", ":"))
-    return mask_text(text, tuple(secrets))
+            return json.dumps(_mask(parsed, secrets, None, depth), ensure_ascii=False,
+                              separators=(",", ":"))
+    return mask_text(text, secrets)
+
+
+def mask_json_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` masked: a JSON object or array as the value it holds, any other as text."""
+    return _mask_string(text, tuple(s for s in secrets if len(s) >= MIN_SECRET_CHARS), 0)

@@ -18,20 +18,21 @@ that accepts a definition or starts an execution without :func:`authorize`.
 
 from __future__ import annotations
 
+import hmac
 from typing import Annotated, Any
 
 import msgspec
-from fastapi import Depends
+from fastapi import Depends, Header
 
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.registry.validation import check_references
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool, ToolDefinition
 
-from ..registry.errors import Invalid
+from ..registry.errors import Invalid, Unauthorized
 from ..registry.scope import Grant
 from .auth import Writer
-from .deps import Services
+from .deps import Services, services
 
 
 async def authorize(who: Writer) -> Grant:
@@ -41,6 +42,22 @@ async def authorize(who: Writer) -> Grant:
 
 
 Authorized = Annotated[Grant, Depends(authorize)]
+
+
+def check_secret(expected: str | None, given: str | None) -> None:
+    """Constant-time comparison (hmac.compare_digest); 401 when missing or wrong."""
+    if not expected:
+        raise Unauthorized("internal routes are disabled: CHATFLOW_INTERNAL_SECRET is not set",
+                           code="internal_disabled")
+    if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise Unauthorized("missing or wrong x-internal-secret header")
+
+
+async def authorize_internal(svc: Annotated[Services, Depends(services)],
+                             x_internal_secret: Annotated[str | None, Header()] = None) -> None:
+    """``/internal/*``: server to server, with ``x-internal-secret`` instead of a key; what
+    runs there runs in its own tool's workspace (:func:`for_internal`)."""
+    check_secret(svc.settings.internal_secret, x_internal_secret)
 
 
 def for_internal(published: PublishedTool | ToolFailure) -> Grant:

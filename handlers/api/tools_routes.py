@@ -34,6 +34,8 @@ class TestFlow(BaseModel):
     startBlockId: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
     variables: dict[str, Any] = Field(default_factory=dict)
+    # The contact the run is made for (and kept under in the run history); "inline" when absent.
+    contactId: str | None = Field(None, min_length=1, max_length=256)
 
 
 class TestBlock(BaseModel):
@@ -89,7 +91,7 @@ async def test_flow(svc: Svc, grant: Authorized, body: TestFlow) -> dict[str, An
     published = PublishedTool(id=f"test-{tool_id}", toolId=tool_id, name=name, definition=parsed)
     async with svc.held.hold(grant.actor, grant.workspace):
         run = await svc.inline.run(published, grant=grant, inputs=body.inputs,
-                                   variables=body.variables)
+                                   variables=body.variables, contact=body.contactId or "inline")
     out = run.body()
     out["inHistory"] = await _keep_test_run(svc, grant.workspace, body.toolId, run)
     return out

@@ -6,7 +6,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -30,7 +31,7 @@ def security_headers(csp: str) -> list[tuple[bytes, bytes]]:
 
 
 class WithHeaders:
-    """An ASGI wrapper that adds fixed headers to every response of ``app``."""
+    """An ASGI wrapper that adds fixed headers to every response of ``app``, its errors included."""
 
     def __init__(self, app: ASGIApp, headers: list[tuple[bytes, bytes]]) -> None:
         self.app = app
@@ -42,7 +43,13 @@ class WithHeaders:
                 message["headers"] = [*message.get("headers", []), *self.headers]
             await send(message)
 
-        await self.app(scope, receive, send_with)
+        try:
+            await self.app(scope, receive, send_with)
+        except HTTPException as exc:
+            # StaticFiles raises its 404 (and 405) for the app's handler, which answers without
+            # our headers: answered here instead, so a miss carries them too.
+            reply = PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
+            await reply(scope, receive, send_with)
 
 
 def swagger_assets() -> Path:
@@ -73,19 +80,22 @@ def mount(app: FastAPI, base: str) -> None:
         return HTMLResponse(page, headers={k.decode(): v.decode()
                                            for k, v in security_headers(DOCS_CSP)})
 
+    # Routes of their own, outside the mounted files: each sends the Studio's headers itself.
+    studio_headers = {k.decode(): v.decode() for k, v in security_headers(STUDIO_CSP)}
+
     @app.get("/studio/config.json", include_in_schema=False)
     async def studio_config() -> JSONResponse:
-        return JSONResponse({"apiBase": base}, headers={"Cache-Control": "no-store"})
+        return JSONResponse({"apiBase": base}, headers={"Cache-Control": "no-store", **studio_headers})
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> FileResponse:
         # Browsers ask for /favicon.ico on any page the API serves; the Studio links its own.
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml",
-                            headers={"Cache-Control": "max-age=86400"})
+                            headers={"Cache-Control": "max-age=86400", **studio_headers})
 
     @app.get("/studio", include_in_schema=False)
     async def studio_slash() -> RedirectResponse:
-        return RedirectResponse("/studio/", status_code=308)
+        return RedirectResponse("/studio/", status_code=308, headers=studio_headers)
 
     # Gzip for whoever asks: the vendored editor and the modules shrink to about a third.
     files_app = GZipMiddleware(StaticFiles(directory=STATIC, html=True), minimum_size=512)

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..tenancy import DEFAULT_WORKSPACE, resolves, workspace_of
+from ..tenancy import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
+from ..tenancy import resolves
+from ..tenancy import workspace_of as workspace_of
 
 Record = dict[str, Any]
 # ("tool", toolId) · ("pt", publishedToolId) · ("server", id) · ("credential", id) · ("agent", id)

@@ -10,8 +10,9 @@ one); ``api.as_key(token)`` is a client with another key, ``api.anonymous()`` on
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,13 +47,41 @@ class Seen:
 
 @dataclass
 class Upstream:
-    """The outside API: echoes what it got; ``/status/{code}`` answers that status."""
+    """The outside API: echoes what it got; ``/status/{code}`` answers that status.
+
+    ``hold()`` returns a gate: while it is clear, requests wait inside the upstream
+    (``waiting`` counts them; ``until`` waits for a condition on it)."""
 
     url: str = ""
     requests: list[Seen] = field(default_factory=list)
+    gate: asyncio.Event | None = None
+    waiting: int = 0
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def hold(self) -> asyncio.Event:
+        self.gate = asyncio.Event()
+        return self.gate
+
+    async def until(self, predicate: Callable[[], bool], timeout_s: float = 30.0) -> None:
+        async with self.changed:
+            await asyncio.wait_for(self.changed.wait_for(predicate), timeout_s)
+
+    async def _wait_at_gate(self) -> None:
+        if self.gate is None or self.gate.is_set():
+            return
+        async with self.changed:
+            self.waiting += 1
+            self.changed.notify_all()
+        try:
+            await self.gate.wait()
+        finally:
+            async with self.changed:
+                self.waiting -= 1
+                self.changed.notify_all()
 
     def app(self) -> Starlette:
         async def echo(request: Request) -> Response:
+            await self._wait_at_gate()
             raw = await request.body()
             try:
                 body: Any = json.loads(raw) if raw else None

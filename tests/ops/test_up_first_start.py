@@ -71,7 +71,8 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     running = Up(tmp_path_factory.mktemp("up"), free_port(), free_port(), clean_env())
     proc = subprocess.Popen([CHATFLOW, "up", "--port", str(running.port), "--api-port",
                              str(running.api_port)], cwd=running.cwd, env=running.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            umask=0o022)  # a shell's usual umask: files would be 0644
     lines: queue.Queue[str] = queue.Queue()
 
     def read() -> None:  # every line is kept, after start-up too: failures quote them
@@ -112,6 +113,23 @@ def test_a_secret_header_saves_on_the_first_start_of_up(up: Up) -> None:
             "headers": [{"name": "Authorization", "value": "Bearer s3cr3t-t0ken", "secret": True}]})
         assert made.status_code == 201, made.text
         assert "s3cr3t-t0ken" not in api.get(f"/integration-servers/{made.json()['id']}").text
+
+
+def test_ups_data_folder_is_its_users_alone_whatever_the_umask(up: Up) -> None:
+    """The AOF holds every decrypted secret the registry projects, the history every
+    workspace's runs: the folder is 0700, every file in it 0600 (issue 29)."""
+    with up.admin() as api:  # something to write: the registry's log, a secret header
+        api.post("/integration-servers", json={
+            "name": "Modes", "baseUrl": "https://modes.example.com",
+            "headers": [{"name": "Authorization", "value": "Bearer m0des", "secret": True}]})
+    assert stat.S_IMODE(up.data.stat().st_mode) == 0o700
+    found = {p.relative_to(up.data).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in up.data.rglob("*")}
+    assert {"history.db", "history.db-wal", "appendonlydir"} <= set(found), found
+    assert any(name.startswith("appendonlydir/") and name.endswith(".aof") for name in found)
+    loose = {name: oct(mode) for name, mode in found.items()
+             if mode != (0o700 if (up.data / name).is_dir() else 0o600)}
+    assert loose == {}, loose
 
 
 def test_up_publishes_an_ai_example_that_chatflow_mcp_serves_and_runs(up: Up) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,4 +33,14 @@ async def browser() -> AsyncIterator[Any]:
 @pytest.fixture
 async def studio(redis_url: str, prefix: str, browser: Any) -> AsyncIterator[Studio]:
     async with running_studio(redis_url, prefix, browser) as s:
+        yield s
+
+
+@pytest.fixture
+async def history_studio(redis_url: str, prefix: str, browser: Any,
+                         tmp_path: Path) -> AsyncIterator[Studio]:
+    """The Studio with a run history (SQLite in the test's folder); a module may define its own."""
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    async with running_studio(redis_url, prefix, browser, history_url=url,
+                              history_auto_migrate=True) as s:
         yield s

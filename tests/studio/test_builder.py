@@ -67,9 +67,9 @@ async def test_a_four_block_tool_is_built_on_the_canvas_saved_published_and_run(
     await expect(url).to_have_value(f"{upstream.url}/ping?who={{{{who}}}}")
     await http.locator("[name=method]").select_option("GET")
     await http.locator("[name=responseBodyVariable]").fill("resp")
-    # No next block yet: the node says so (defaultOutput is required).
+    # No next block yet: the node says so (defaultOutput is required); its name holds its title.
     await expect(node(page, "httpCall1")).to_have_attribute(
-        "aria-label", "start: block httpCall1 (httpCall), 1 problem(s)")
+        "aria-label", "start: block httpCall1 (httpCall) Ping, 1 problem(s)")
 
     # Added while httpCall1 is selected: the script becomes its next block.
     await page.get_by_role("button", name="Add executeScript block").click()

@@ -121,3 +121,16 @@ async def test_the_studio_is_usable_with_the_keyboard_alone(studio: Studio) -> N
     await tab_to("Sign out")
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+async def test_every_studio_file_and_route_carries_the_policy_and_nosniff(studio: Studio) -> None:
+    from chatflow.handlers.studio.app import STATIC, STUDIO_CSP
+
+    files = [f"/studio/{p.relative_to(STATIC).as_posix()}" for p in STATIC.rglob("*") if p.is_file()]
+    assert "/studio/js/builder/store.js" in files
+    # The routes of their own (config.json above all: the page reads it first), a miss, the redirect.
+    for path in [*files, "/studio/", "/studio/config.json", "/favicon.ico", "/studio", "/studio/no-such.js"]:
+        response = await studio.http.get(f"{studio.base}{path}", follow_redirects=False)
+        assert response.status_code in (200, 308, 404), (path, response.status_code)
+        assert response.headers.get("content-security-policy") == STUDIO_CSP, path
+        assert response.headers.get("x-content-type-options") == "nosniff", path

@@ -48,8 +48,9 @@ async def test_a_new_tool_is_built_drawn_checked_published_and_tested(
     await doc.fill(json.dumps(definition, indent=2))
     drawing = page.get_by_role("group", name="Flow canvas")
     await expect(drawing.locator("[data-block]")).to_have_count(3)
+    # The node's name holds what it shows, its title included (issue 32: names contain the text).
     await expect(drawing.locator('[data-block="fetch"]')).to_have_attribute(
-        "aria-label", "start: block fetch (httpCall)")
+        "aria-label", "start: block fetch (httpCall) Ping")
     edge = drawing.locator('.connection[data-from="fetch"][data-to="done"]')
     await expect(edge).to_contain_text("answered")
     await expect(page.get_by_role("list", name="Problems")).to_contain_text("No problems found.")

@@ -4,6 +4,7 @@
 
 const KEY = "chatflow.studio.key";
 let base = "/api";
+/** @type {() => void} */
 let onUnauthorized = () => {};
 
 export class ApiError extends Error {
@@ -30,8 +31,10 @@ export async function configure() {
 
 export function apiBase() { return base; }
 
+/** `fn()` runs when the API refuses the key (401): a revoked or expired key, or a wrong one. */
 export function whenUnauthorized(fn) { onUnauthorized = fn; }
 
+/** @param {Record<string, string>} [extra] @returns {Record<string, string>} */
 export function authHeaders(extra = {}) {
   const headers = { ...extra };
   const key = session.key;
@@ -52,7 +55,7 @@ export async function api(method, path, body, type) {
   });
   if (res.status === 401) {
     session.clear();
-    onUnauthorized("Your session ended: the API refused the key.");
+    onUnauthorized();
     throw new ApiError(401, await body_of(res));
   }
   const data = await body_of(res);

@@ -132,141 +132,83 @@ export function codeEditor(attrs, oninput) {
 }
 
 /**
- * The form of block `blockId`. ctx: def, schemas, lookups {tools, servers, creds}, readonly,
- * problems (Map field → messages), set(field, value, {coalesce}), edit(mutator), select(id).
+ * @typedef {object} FormCtx  what the builder gives a block's form (js/builder/blockPanel.js)
+ * @property {any} def  the definition
+ * @property {any} schemas  GET /definitions/schema: {blocks: {type: JSON Schema}, dependsOn, requiredByCapability}
+ * @property {{tools?: any[], servers?: any[], creds?: any[]}} lookups  what the pickers offer
+ * @property {boolean} readonly
+ * @property {Map<string, string[]>} [problems]  messages by the form's key (a field's name, a condition's path)
+ * @property {(blockId: string, key: string, value: any, opts?: {coalesce?: boolean}) => void} set
+ * @property {(change: (d: any) => void, opts?: {form?: boolean, coalesce?: string}) => void} edit
+ * @property {(from: string, to: string) => void} rename
+ * @property {(id: string) => void} setStart
+ * @property {(toolId: string) => Promise<any[]>} inputsOf  a published tool's declared inputs
+ *
+ * @typedef {object} Form  one block's form as its field groups see it
+ * @property {FormCtx} ctx
+ * @property {string} blockId
+ * @property {any} block
+ * @property {string} type
+ * @property {any} schema  the block type's JSON Schema (undefined for an unknown type)
+ * @property {boolean} ro
+ * @property {string[]} vars  the variables that exist at this block
+ * @property {string} listId  the id of a <datalist> of them
+ * @property {(control: HTMLElement, key: string) => string|null} mark  marks a control with its key's problems
+ * @property {(label: string, control: HTMLElement, key: string, hint?: string|null, extra?: HTMLElement|null) => HTMLElement} wrap
+ *   a labelled field for `control`, marked with the problems of form key `key` (also its data-path)
+ *
+ * @typedef {object} FieldGroup  a part of every form of the given types, in FIELD_GROUPS order
+ * @property {string} id
+ * @property {string[]} [types]  the block types it belongs to (all when absent)
+ * @property {string[]} [owns]  schema fields it draws, kept out of the generic list
+ * @property {(form: Form) => (HTMLElement|HTMLElement[]|null)} render
  */
-export function blockForm(ctx, blockId) {
-  const { def, schemas } = ctx;
-  const block = blocksOf(def)[blockId];
-  const type = block && block.type;
-  const schema = schemas.blocks[type];
-  const ro = ctx.readonly;
-  const bad = ctx.problems || new Map();
-  const vars = variablesFor(def, blockId);
-  const listId = uid("vars");
-  const parts = [h("datalist", { id: listId }, vars.map((v) => h("option", { value: v })))];
-  const mark = (control, name) => {
-    const msgs = bad.get(name);
-    if (msgs && msgs.length) {
-      control.setAttribute("aria-invalid", "true");
-      control.classList.add("invalid");
-    }
-    return msgs && msgs.length ? msgs.join("; ") : null;
-  };
-  const wrap = (label, control, name, hint, extra) => {
-    const msg = mark(control, name);
-    const f = field(label, control, msg || hint);
-    if (msg) f.classList.add("invalid");
-    if (extra) f.append(extra);
-    return f;
-  };
 
-  parts.push(wrap("Block id", h("input", { type: "text", name: "id", value: blockId, readonly: ro,
-    onchange: (ev) => ctx.rename(blockId, ev.target.value.trim()) }), "id", "Letters, digits, _ and -; references follow a rename."));
-  parts.push(wrap("Title", h("input", { type: "text", name: "title", value: block.title || "", readonly: ro,
-    oninput: (ev) => ctx.set(blockId, "title", ev.target.value || undefined) }), "title"));
-  const isStart = def.onboardingBlockId === blockId;
-  parts.push(h("p", { class: "start-line" }, isStart ? "▶ This is the start block." : "Not the start block. ",
-    !isStart && !ro ? button("Make this the start block", () => ctx.edit((d) => { d.onboardingBlockId = blockId; })) : null));
-  if (!schema) {
-    parts.push(h("p", { class: "warn" }, `Unknown block type ${type}: it fails only if reached. Edit it in the JSON.`));
-    return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
-  }
+/** The block's id, title and whether it is the start block. @param {Form} f */
+function identityGroup(f) {
+  const { ctx, blockId, block, ro } = f;
+  const isStart = ctx.def.onboardingBlockId === blockId;
+  return [
+    f.wrap("Block id", h("input", { type: "text", name: "id", value: blockId, readonly: ro,
+      onchange: (ev) => ctx.rename(blockId, ev.target.value.trim()) }), "id", "Letters, digits, _ and -; references follow a rename."),
+    f.wrap("Title", h("input", { type: "text", name: "title", value: block.title || "", readonly: ro,
+      oninput: (ev) => ctx.set(blockId, "title", ev.target.value || undefined) }), "title"),
+    h("p", { class: "start-line" }, isStart ? "▶ This is the start block." : "Not the start block. ",
+      !isStart && !ro ? button("Make this the start block", () => ctx.setStart(blockId)) : null),
+  ];
+}
 
-  for (const name of visibleFields(schema, (schemas.dependsOn || {})[type], block)) {
-    const prop = schema.properties[name];
-    const k = kindOf(prop, schema.$defs || {});
-    const required = (schema.required || []).includes(name) || ((schemas.requiredByCapability || {})[block.capability] || []).includes(name) && type === "callAI";
-    const label = `${labelOf(name)}${required ? " *" : ""}`;
-    const value = block[name];
-    if (type === "callTool" && name === "toolId") { parts.push(toolPicker(ctx, blockId, block, wrap)); continue; }
-    if (type === "callTool" && name === "publishedToolId") continue;
-    if (type === "callEndpoint" && name === "serverId") { parts.push(endpointPicker(ctx, blockId, block, wrap)); continue; }
-    if (type === "callEndpoint" && name === "endpointId") continue;
-    if (type === "callAI" && name === "llmCredentialId") {
-      const sel = h("select", { name, disabled: ro }, h("option", { value: "" }, "— choose —"),
-        (ctx.lookups.creds || []).map((c) => h("option", { value: c.id, selected: c.id === value }, c.name)));
-      sel.addEventListener("change", () => ctx.set(blockId, name, sel.value));
-      parts.push(wrap(label, sel, name));
-      continue;
-    }
-    if (name === "inputVariables" || name === "paramMappings") { parts.push(mappings(ctx, blockId, name, block, wrap, vars)); continue; }
-    if (name === "retry") { parts.push(retryFields(ctx, blockId, block)); continue; }
-    if (name === "source") {
-      const [area, box] = codeEditor({ name, rows: 10, readonly: ro, value: value || "" }, (v) => ctx.set(blockId, name, v, { coalesce: true }));
-      mark(area, name);
-      const f = field(label, area, bad.get(name) ? bad.get(name).join("; ") : "The script's return value is written to the output variable; the input variables are in `input`. Esc then Tab leaves the editor.");
-      f.replaceChild(box, area); // field() took the textarea out of its box: put it back
-      box.append(area);
-      parts.push(f);
-      continue;
-    }
-    let control;
-    if (k.enum) {
-      control = h("select", { name, disabled: ro },
-        k.nullable || !required ? h("option", { value: "" }, "— default —") : null,
-        k.enum.map((v) => h("option", { value: v, selected: (value ?? k.default) === v }, v)));
-      control.addEventListener("change", () => {
-        const deps = (schemas.dependsOn || {})[type] || {};
-        ctx.edit((d) => {
-          const b = d.blocks[blockId];
-          b[name] = control.value || undefined;
-          if (name in deps) for (const f of schema.required || []) if (b[f] === undefined) b[f] = "";
-        }, { form: name in deps });
-      });
-    } else if (k.type === "integer" || k.type === "number") {
-      control = h("input", { type: "number", name, value: value ?? "", min: 1, readonly: ro });
-      control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" ? undefined : Number(control.value), { coalesce: true }));
-    } else if (k.type === "boolean") {
-      control = h("input", { type: "checkbox", name, checked: !!value, disabled: ro });
-      control.addEventListener("change", () => ctx.set(blockId, name, control.checked));
-    } else if (k.type === "object" || k.type === "array") {
-      control = h("textarea", { name, class: "code", rows: 3, readonly: ro, value: value === undefined ? "" : JSON.stringify(value, null, 2) });
-      control.addEventListener("change", () => {
-        if (!control.value.trim()) return ctx.set(blockId, name, undefined);
-        try { ctx.set(blockId, name, JSON.parse(control.value)); control.setCustomValidity(""); } catch (err) { control.setCustomValidity(`Not JSON: ${err.message}`); control.reportValidity(); }
-      });
-    } else {
-      control = LONG.has(name) ? h("textarea", { name, rows: 3, readonly: ro, value: value ?? "" }) : h("input", { type: "text", name, value: value ?? "", readonly: ro });
-      if (READ_NAMES.has(name)) control.setAttribute("list", listId);
-      control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" && !required ? undefined : control.value, { coalesce: true }));
-    }
-    const helps = !ro && INTERPOLATED.has(name) && k.type === "string";
-    const extra = helps ? inserter(control, vars, (v) => ctx.set(blockId, name, v)) : null;
-    parts.push(wrap(label, control, name, null, extra));
-    if (helps) control.after(completion(control, vars));
-  }
-
-  if (type !== "return") {
-    const next = targetSelect(def, blockId, block.defaultOutput, { name: "defaultOutput", disabled: ro },
-      (t) => ctx.set(blockId, "defaultOutput", t));
-    parts.push(wrap("Next block *", next, "defaultOutput", "Where the tool goes when no condition matches."));
-    parts.push(conditions(ctx, blockId, block, wrap, listId));
-  }
-  return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
+/** A control per schema field no other group owns, in form order. @param {Form} f */
+function schemaGroup(f) {
+  if (!f.schema) return h("p", { class: "warn" }, `Unknown block type ${f.type}: it fails only if reached. Edit it in the JSON.`);
+  const owned = new Set(FIELD_GROUPS.flatMap((g) => g.owns || []));
+  return visibleFields(f.schema, (f.ctx.schemas.dependsOn || {})[f.type], f.block)
+    .filter((name) => !owned.has(name)).map((name) => fieldOf(f, name));
 }
 
 /** SPEC's defaults: what a policy switched on starts from. */
 const RETRY = { maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 5000,
   retryOn: [429, 502, 503, 504, "timeout", "connection"] };
+/** @type {[string, string, Record<string, number>, string][]} key, label, input limits, hint */
 const RETRY_NUMBERS = [["maxAttempts", "Max attempts", { min: 1, max: 10 }, "Counts the first attempt (1 to 10)."],
   ["initialIntervalMs", "Initial interval (ms)", { min: 0 }, "The wait after the first attempt; jittered ±20%."],
   ["backoffCoefficient", "Backoff coefficient", { min: 1, step: 0.1 }, "Each wait is the previous one times this."],
   ["maxIntervalMs", "Max interval (ms)", { min: 0 }, "No wait is longer (a longer Retry-After still wins)."]];
 
-/** "Retry on": statuses, 5xx, timeout, connection, comma-separated. */
+/** "Retry on" as typed: statuses, 5xx, timeout, connection, comma-separated. @param {string} text */
 function retryOnOf(text) {
   return text.split(",").map((t) => t.trim()).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
 }
 
-/** The block's retry policy (SPEC's `retry`): off, or its attempts, its waits and what it retries. */
-function retryFields(ctx, blockId, block) {
-  const ro = ctx.readonly;
+/** The block's retry policy (SPEC's `retry`): off, or its attempts, its waits and what it retries. @param {Form} f */
+function retryGroup(f) {
+  const { ctx, blockId, block, ro } = f;
   const policy = block.retry && typeof block.retry === "object" ? block.retry : null;
   const on = h("input", { type: "checkbox", name: "retry", checked: !!policy, disabled: ro, id: uid("retry") });
   on.addEventListener("change", () => ctx.edit((d) => {
     d.blocks[blockId].retry = on.checked ? JSON.parse(JSON.stringify(RETRY)) : undefined;
   }, { form: true }));
+  /** @param {string} key @param {any} value */
   const put = (key, value) => ctx.edit((d) => {
     const b = d.blocks[blockId];
     b.retry = { ...(b.retry || {}), [key]: value };
@@ -276,17 +218,167 @@ function retryFields(ctx, blockId, block) {
     for (const [key, label, limits, hint] of RETRY_NUMBERS) {
       const input = h("input", { type: "number", name: `retry.${key}`, value: policy[key] ?? RETRY[key], readonly: ro, ...limits });
       input.addEventListener("input", () => { if (input.value !== "") put(key, Number(input.value)); });
-      parts.push(field(label, input, hint));
+      parts.push(f.wrap(label, input, `retry.${key}`, hint));
     }
-    const retryOn = h("input", { type: "text", name: "retry.retryOn", readonly: ro,
-      value: (policy.retryOn || RETRY.retryOn).join(", ") });
+    const retryOn = h("input", { type: "text", name: "retry.retryOn", readonly: ro, value: (policy.retryOn || RETRY.retryOn).join(", ") });
     retryOn.addEventListener("change", () => put("retryOn", retryOnOf(retryOn.value)));
-    parts.push(field("Retry on", retryOn, "Statuses (429, 503…), 5xx, timeout, connection; comma-separated."));
+    parts.push(f.wrap("Retry on", retryOn, "retry.retryOn", "Statuses (429, 503…), 5xx, timeout, connection; comma-separated."));
   }
-  const box = h("fieldset", { class: "retry" }, h("legend", {}, "Retry policy"), parts);
-  const msg = (ctx.problems || new Map()).get("retry");
-  if (msg && msg.length) box.append(h("p", { class: "error", role: "alert" }, msg.join("; ")));
-  return box;
+  const msgs = (ctx.problems || new Map()).get("retry");
+  return h("fieldset", { class: "retry" }, h("legend", {}, "Retry policy"), parts,
+    msgs && msgs.length ? h("p", { class: "error", role: "alert" }, msgs.join("; ")) : null);
+}
+
+/** Where the block goes next, and its conditions (not on a return block). @param {Form} f */
+function nextGroup(f) {
+  if (!f.schema || f.type === "return") return null;
+  const { ctx, blockId, block, ro } = f;
+  const next = targetSelect(ctx.def, blockId, block.defaultOutput, { name: "defaultOutput", disabled: ro },
+    (t) => ctx.set(blockId, "defaultOutput", t));
+  return [f.wrap("Next block *", next, "defaultOutput", "Where the tool goes when no condition matches."),
+    conditions(ctx, blockId, block, f.wrap, f.listId)];
+}
+
+/**
+ * The block form's field groups, in order. A new group (a retry policy, say) is one entry
+ * here: the block types it belongs to, the schema fields it draws itself, and its render.
+ * @type {FieldGroup[]}
+ */
+export const FIELD_GROUPS = [
+  { id: "identity", owns: ["type", "id", "title"], render: identityGroup },
+  { id: "fields", render: schemaGroup },
+  { id: "retry", types: ["httpCall", "callEndpoint", "fetchMedia", "callAI"], owns: ["retry"], render: retryGroup },
+  { id: "next", owns: ["defaultOutput", "outputConditions"], render: nextGroup },
+];
+
+/** The Form of `blockId`, with its helpers. @param {FormCtx} ctx @param {string} blockId @returns {Form} */
+function formOf(ctx, blockId) {
+  const block = blocksOf(ctx.def)[blockId];
+  const type = block && block.type;
+  const bad = ctx.problems || new Map();
+  const mark = (control, key) => {
+    control.setAttribute("data-path", key); // a problem path finds its control (js/builder/blockPanel.js)
+    const msgs = bad.get(key);
+    if (!msgs || !msgs.length) return null;
+    control.setAttribute("aria-invalid", "true");
+    control.classList.add("invalid");
+    return msgs.join("; ");
+  };
+  const wrap = (label, control, key, hint = null, extra = null) => {
+    const msg = mark(control, key);
+    const f = field(label, control, msg || hint);
+    if (msg) f.classList.add("invalid");
+    if (extra) f.append(extra);
+    return f;
+  };
+  return { ctx, blockId, block, type, schema: ctx.schemas.blocks[type], ro: ctx.readonly,
+    vars: variablesFor(ctx.def, blockId), listId: uid("vars"), mark, wrap };
+}
+
+/** The form of block `blockId`: its field groups, in order. @param {FormCtx} ctx @param {string} blockId */
+export function blockForm(ctx, blockId) {
+  const f = formOf(ctx, blockId);
+  const parts = [h("datalist", { id: f.listId }, f.vars.map((v) => h("option", { value: v })))];
+  for (const group of FIELD_GROUPS) {
+    if (group.types && !group.types.includes(f.type)) continue;
+    parts.push(group.render(f));
+  }
+  return h("section", { class: "block-form", "aria-label": `Block ${blockId}` }, parts);
+}
+
+/** Fields a picker or an editor of their own draws, by "type.field" ("*" for any type). */
+const SPECIAL = {
+  "callTool.toolId": (f) => toolPicker(f.ctx, f.blockId, f.block, f.wrap),
+  "callTool.publishedToolId": () => null, // set by the tool picker
+  "callEndpoint.serverId": (f) => endpointPicker(f.ctx, f.blockId, f.block, f.wrap),
+  "callEndpoint.endpointId": () => null, // the endpoint picker's second select
+  "callAI.llmCredentialId": (f, name, label) => credentialPicker(f, name, label),
+  "*.inputVariables": (f, name) => mappings(f.ctx, f.blockId, name, f.block, f.wrap, f.vars),
+  "*.paramMappings": (f, name) => mappings(f.ctx, f.blockId, name, f.block, f.wrap, f.vars),
+  "*.source": (f, name, label) => scriptField(f, name, label),
+};
+
+/** One schema field's labelled control. @param {Form} f @param {string} name */
+function fieldOf(f, name) {
+  const { schema, type, block, ctx } = f;
+  const required = (schema.required || []).includes(name)
+    || (type === "callAI" && ((ctx.schemas.requiredByCapability || {})[block.capability] || []).includes(name));
+  const label = `${labelOf(name)}${required ? " *" : ""}`;
+  const special = SPECIAL[`${type}.${name}`] || SPECIAL[`*.${name}`];
+  if (special) return special(f, name, label);
+  const k = kindOf(schema.properties[name], schema.$defs || {});
+  const control = plainControl(f, name, k, required);
+  const helps = !f.ro && INTERPOLATED.has(name) && k.type === "string";
+  const extra = helps ? inserter(control, f.vars, (v) => ctx.set(f.blockId, name, v)) : null;
+  const el = f.wrap(label, control, name, null, extra);
+  if (helps) control.after(completion(control, f.vars));
+  return el;
+}
+
+/** A select for an enum, a number, a checkbox, a JSON box, or a text field. @param {Form} f */
+function plainControl(f, name, k, required) {
+  const { ctx, blockId, block, ro } = f;
+  const value = block[name];
+  if (k.enum) return enumControl(f, name, k, required);
+  if (k.type === "integer" || k.type === "number") {
+    const control = h("input", { type: "number", name, value: value ?? "", min: 1, readonly: ro });
+    control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" ? undefined : Number(control.value), { coalesce: true }));
+    return control;
+  }
+  if (k.type === "boolean") {
+    const control = h("input", { type: "checkbox", name, checked: !!value, disabled: ro });
+    control.addEventListener("change", () => ctx.set(blockId, name, control.checked));
+    return control;
+  }
+  if (k.type === "object" || k.type === "array") {
+    const control = h("textarea", { name, class: "code", rows: 3, readonly: ro, value: value === undefined ? "" : JSON.stringify(value, null, 2) });
+    control.addEventListener("change", () => {
+      if (!control.value.trim()) return ctx.set(blockId, name, undefined);
+      try { ctx.set(blockId, name, JSON.parse(control.value)); control.setCustomValidity(""); } catch (err) { control.setCustomValidity(`Not JSON: ${err.message}`); control.reportValidity(); }
+    });
+    return control;
+  }
+  const control = LONG.has(name) ? h("textarea", { name, rows: 3, readonly: ro, value: value ?? "" }) : h("input", { type: "text", name, value: value ?? "", readonly: ro });
+  if (READ_NAMES.has(name)) control.setAttribute("list", f.listId);
+  control.addEventListener("input", () => ctx.set(blockId, name, control.value === "" && !required ? undefined : control.value, { coalesce: true }));
+  return control;
+}
+
+/** A select of an enum's values; a field others depend on (capability, mode) redraws the form. @param {Form} f */
+function enumControl(f, name, k, required) {
+  const { ctx, blockId, block, ro, schema, type } = f;
+  const control = h("select", { name, disabled: ro },
+    k.nullable || !required ? h("option", { value: "" }, "— default —") : null,
+    k.enum.map((v) => h("option", { value: v, selected: (block[name] ?? k.default) === v }, v)));
+  control.addEventListener("change", () => {
+    const deps = (ctx.schemas.dependsOn || {})[type] || {};
+    ctx.edit((d) => {
+      const b = d.blocks[blockId];
+      b[name] = control.value || undefined;
+      if (name in deps) for (const r of schema.required || []) if (b[r] === undefined) b[r] = "";
+    }, { form: name in deps });
+  });
+  return control;
+}
+
+/** callAI's LLM credential. @param {Form} f */
+function credentialPicker(f, name, label) {
+  const { ctx, blockId, block } = f;
+  const sel = h("select", { name, disabled: f.ro }, h("option", { value: "" }, "— choose —"),
+    (ctx.lookups.creds || []).map((c) => h("option", { value: c.id, selected: c.id === block[name] }, c.name)));
+  sel.addEventListener("change", () => ctx.set(blockId, name, sel.value));
+  return f.wrap(label, sel, name);
+}
+
+/** executeScript's source, in the code editor. @param {Form} f */
+function scriptField(f, name, label) {
+  const { ctx, blockId, block } = f;
+  const [area, box] = codeEditor({ name, rows: 10, readonly: f.ro, value: block[name] || "" }, (v) => ctx.set(blockId, name, v, { coalesce: true }));
+  const msg = f.mark(area, name);
+  const el = field(label, area, msg || "The script's return value is written to the output variable; the input variables are in `input`. Esc then Tab leaves the editor.");
+  el.replaceChild(box, area); // field() took the textarea out of its box: put it back
+  box.append(area);
+  return el;
 }
 
 function conditions(ctx, blockId, block, wrap, listId) {
@@ -330,10 +422,10 @@ function mappings(ctx, blockId, name, block, wrap, vars) {
   const edit = (fn) => ctx.edit((d) => { const b = d.blocks[blockId]; b[name] = b[name] || []; fn(b[name]); }, { form: true });
   const fixed = block.type !== "executeScript"; // callTool and callEndpoint map declared params
   const items = rows.map((m, i) => {
-    const value = h("input", { type: "text", name: "value", value: m.value ?? "", readonly: ro,
+    const value = h("input", { type: "text", name: "value", value: m.value ?? "", readonly: ro, "data-path": `${name}.${i}.value`,
       "aria-label": `Value of ${m.name || `mapping ${i + 1}`}`, oninput: (ev) => ctx.edit((d) => { d.blocks[blockId][name][i].value = ev.target.value; }, { coalesce: `${blockId}.${name}.${i}` }) });
     const item = h("li", { class: "mapping" },
-      fixed ? h("code", {}, `${m.name}${m.in ? ` (${m.in})` : ""}`) : h("input", { type: "text", name: "name", value: m.name || "", readonly: ro,
+      fixed ? h("code", {}, `${m.name}${m.in ? ` (${m.in})` : ""}`) : h("input", { type: "text", name: "name", value: m.name || "", readonly: ro, "data-path": `${name}.${i}.name`,
         "aria-label": `Name of mapping ${i + 1}`, onchange: (ev) => edit((ms) => { ms[i].name = ev.target.value; }) }),
       " = ", value, ro ? null : inserter(value, vars, (v) => ctx.edit((d) => { d.blocks[blockId][name][i].value = v; })),
       !fixed && !ro ? button("Remove", () => edit((ms) => { ms.splice(i, 1); }), { "aria-label": `Remove mapping ${i + 1}` }) : null);

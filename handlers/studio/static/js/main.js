@@ -13,6 +13,7 @@ const nav = document.getElementById("nav");
 const who = document.getElementById("who");
 const statusEl = document.getElementById("status");
 
+/** @type {[RegExp, (ctx: any, ...args: string[]) => Promise<HTMLElement>][]} */
 const ROUTES = [
   [/^#\/tools$/, toolsPage],
   [/^#\/new\/(.*)$/, (ctx, name) => builderPage(ctx, null, name)],
@@ -33,8 +34,16 @@ let mounted = [];
 let guard = null; // the page's "unsaved changes" question, or null
 let here = ""; // the hash the page on screen was made for
 let current = 0; // the latest navigation; a slower earlier one must not paint over it
+let notice = null; // the timer that clears the notice
 
-function say(text) { statusEl.textContent = text; }
+const NOTICE_MS = 6000; // long enough to read; then it stops covering the page
+
+/** A short notice at the foot of the window, read out by screen readers, gone after a while. */
+function say(text) {
+  statusEl.textContent = text;
+  clearTimeout(notice);
+  notice = setTimeout(() => { statusEl.textContent = ""; }, NOTICE_MS);
+}
 
 function leave() {
   guard = null;
@@ -63,7 +72,10 @@ function signInForm(reason) {
       await start();
     } catch (err) {
       session.clear();
-      error.textContent = err instanceof ApiError ? `Refused: ${err.message}` : String(err);
+      // A wrong key at sign-in was never a session: say it was refused, not that one ended.
+      error.textContent = !(err instanceof ApiError) ? String(err)
+        : err.status === 401 ? `The API refused this key (${err.message}): check it and paste it again.`
+          : `Refused: ${err.message}`;
     }
   });
   clear(main, form);
@@ -86,12 +98,16 @@ async function route() {
   const mine = ++current;
   const hash = location.hash;
   here = hash;
+  // "#/runs?status=error": the part after "?" is the page's own state (its filters), kept in the
+  // address so Back returns to it.
+  const [where, query = ""] = hash.split("?");
   for (const [re, page] of ROUTES) {
-    const m = hash.match(re);
+    const m = where.match(re);
     if (!m) continue;
     const ctx = {
       me: principal,
       canWrite: principal.role === "admin" || principal.role === "editor",
+      query: new URLSearchParams(query),
       say,
       onLeave: (fn) => leaving.push(fn),
       afterMount: (fn) => mounted.push(fn),
@@ -103,7 +119,7 @@ async function route() {
     mounted = [];
     clear(main, h("p", {}, "Loading…"));
     for (const a of nav.querySelectorAll("a")) {
-      if (a.getAttribute("href") === `#/${hash.split("/")[1]}`) a.setAttribute("aria-current", "page");
+      if (a.getAttribute("href") === `#/${where.split("/")[1]}`) a.setAttribute("aria-current", "page");
       else a.removeAttribute("aria-current");
     }
     try {
@@ -131,7 +147,9 @@ document.getElementById("sign-out").addEventListener("click", () => {
   signInForm("Signed out.");
 });
 
-whenUnauthorized((reason) => signInForm(reason));
+// A revoked or expired key while signed in ends the session; a wrong one at sign-in is answered
+// by the sign-in form itself.
+whenUnauthorized(() => { if (principal) signInForm("Your session ended: the API refused the key."); });
 window.addEventListener("hashchange", () => {
   if (location.hash === "#main") return;
   const question = guard && guard();
@@ -144,7 +162,10 @@ async function boot() {
   await configure();
   document.getElementById("api-docs").setAttribute("href", `${apiBase()}/docs`);
   if (!session.key) return signInForm("");
-  try { await start(); } catch (err) { session.clear(); signInForm(String(err.message || err)); }
+  try { await start(); } catch (err) {
+    session.clear(); // a key kept from before (a reload) that the API no longer takes: that session ended
+    signInForm(err instanceof ApiError && err.status === 401 ? "Your session ended: the API refused the key." : String(err.message || err));
+  }
 }
 
 boot();

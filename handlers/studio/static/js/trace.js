@@ -2,7 +2,7 @@
 // the definition that ran (js/canvas.js showRun: path taken, status and duration per block),
 // with the same trace as a list folded under it.
 import { runOverlay, showRun } from "./canvas.js";
-import { h } from "./dom.js";
+import { clear, h } from "./dom.js";
 import { outcome, timeline } from "./timeline.js";
 
 /**
@@ -32,7 +32,9 @@ export function showTestRun(out, res, request) {
   const runLink = res.inHistory && res.executionId
     ? h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(res.executionId)}`, class: "run-link" }, "Open its run page"))
     : null;
-  out.replaceChildren(head, outcome(res), runLink, def ? canvasBox : null,
+  // clear(), not replaceChildren(): a missing part (no run page for a draft) is left out, where
+  // replaceChildren would write it as the text "null".
+  clear(out, head, outcome(res), runLink, def ? canvasBox : null,
     // Open: the list holds what the nodes cannot show (HTTP, writes, errors) without a click.
     h("details", { open: true }, h("summary", {}, "Trace as a list"), timeline(entries, "Test trace")));
   if (def) showRun(canvasBox, def, status, path); // `out` is on the page: the canvas can measure itself

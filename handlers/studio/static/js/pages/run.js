@@ -15,51 +15,80 @@ const STATUSES = ["", "ok", "error", "cancelled", "timeout"];
 const PAGE = 20; // runs per page; "Load more" asks for the next with the cursor
 
 /** A datetime-local value (the browser's time zone) as ISO 8601, or "" when empty. */
-function iso(input) {
-  if (!input.value) return "";
-  const d = new Date(input.value);
+function iso(value) {
+  if (!value) return "";
+  const d = new Date(value);
   return Number.isNaN(d.getTime()) ? "" : d.toISOString();
 }
 
-function runRow(r) {
+/** A run's row: its tool by name (the tool's id when it has none here). @param {Map<string, string>} names */
+function runRow(r, names) {
+  const tool = names.get(r.toolId) || names.get(r.publishedToolId) || r.toolId || "";
   return h("tr", {},
     h("th", { scope: "row" }, h("a", { href: `#/runs/${enc(r.executionId)}` }, r.executionId)),
-    h("td", {}, r.toolId || ""), h("td", {}, r.publishedToolId),
+    h("td", {}, tool), h("td", {}, r.publishedToolId),
     h("td", { class: r.status === "ok" ? "ok" : "err" }, r.status),
     h("td", {}, r.errorCode || ""), h("td", {}, when(r.startedMs)),
     h("td", { class: "num" }, `${r.durationMs} ms`), h("td", {}, r.contactId || ""));
 }
 
-/** `#/runs`: finished runs by contact, tool, status, error code and time range, newest first. */
-export async function runsPage() {
+/** Tool names by tool id and by published tool id. */
+export function toolNames(tools) {
+  const names = new Map();
+  for (const t of tools) {
+    names.set(t.id, t.name || t.id);
+    const pt = t.publishedToolId || (t.publishedTool && t.publishedTool.id);
+    if (pt) names.set(pt, t.name || t.id);
+  }
+  return names;
+}
+
+const FILTERS = ["contactId", "toolId", "status", "errorCode", "since", "until"];
+
+/** The filter form's controls, filled from the address's query (so Back finds them as they were). */
+function filterControls(tools, query) {
+  const at = (k) => query.get(k) || "";
+  const c = {
+    contactId: h("input", { name: "contactId", autocomplete: "off", value: at("contactId") }),
+    toolId: h("select", { name: "toolId" }, h("option", { value: "" }, "any"),
+      tools.map((t) => h("option", { value: t.id, selected: t.id === at("toolId") }, t.name))),
+    status: h("select", { name: "status" }, STATUSES.map((v) => h("option", { value: v, selected: v === at("status") }, v || "any"))),
+    errorCode: h("input", { name: "errorCode", autocomplete: "off", value: at("errorCode") }),
+    since: h("input", { name: "since", type: "datetime-local", step: "1", value: at("since") }),
+    until: h("input", { name: "until", type: "datetime-local", step: "1", value: at("until") }),
+  };
+  const values = () => new URLSearchParams(FILTERS.filter((k) => c[k].value.trim()).map((k) => [k, c[k].value.trim()]));
+  return { c, values };
+}
+
+/** The API's query for the filters (times as ISO 8601 in UTC). @param {URLSearchParams} filters */
+function apiQuery(filters) {
+  const q = new URLSearchParams({ state: "finished", limit: String(PAGE) });
+  for (const [k, v] of filters) q.set(k, k === "since" || k === "until" ? iso(v) : v);
+  for (const k of ["since", "until"]) if (q.get(k) === "") q.delete(k);
+  return q;
+}
+
+/**
+ * `#/runs?…`: finished runs by contact, tool, status, error code and time range, newest first.
+ * The filters live in the address, so Back from a run returns to the same list.
+ */
+export async function runsPage(ctx) {
   const tools = await api("GET", "/tools").catch(() => []);
-  const contact = h("input", { name: "contactId", autocomplete: "off" });
-  const tool = h("select", { name: "toolId" }, h("option", { value: "" }, "any"),
-    tools.map((t) => h("option", { value: t.id }, t.name)));
-  const status = h("select", { name: "status" }, STATUSES.map((v) => h("option", { value: v }, v || "any")));
-  const errorCode = h("input", { name: "errorCode", autocomplete: "off" });
-  const since = h("input", { name: "since", type: "datetime-local", step: "1" });
-  const until = h("input", { name: "until", type: "datetime-local", step: "1" });
+  const names = toolNames(tools);
+  const { c, values } = filterControls(tools, ctx.query || new URLSearchParams());
   const out = h("div", { "aria-live": "polite" });
   const body = h("tbody", {});
   let cursor = null;
-  let query = null;
+  let query = apiQuery(values());
   async function search(more) {
-    if (!more) {
-      query = new URLSearchParams({ state: "finished", limit: String(PAGE) });
-      for (const [k, el] of [["contactId", contact], ["toolId", tool], ["status", status], ["errorCode", errorCode]]) {
-        if (el.value.trim()) query.set(k, el.value.trim());
-      }
-      if (iso(since)) query.set("since", iso(since));
-      if (iso(until)) query.set("until", iso(until));
-    }
     const q = new URLSearchParams(query);
     if (more && cursor) q.set("cursor", cursor);
     try {
       const page = await api("GET", `/executions?${q}`);
       cursor = page.nextCursor;
       if (!more) body.replaceChildren();
-      body.append(...page.executions.map(runRow));
+      body.append(...page.executions.map((r) => runRow(r, names)));
       const found = body.children.length
         ? h("table", {}, h("caption", {}, "Runs, newest first"),
           h("thead", {}, h("tr", {}, ["Execution", "Tool", "Published tool", "Status", "Error", "Started", "Duration", "Contact"]
@@ -72,9 +101,16 @@ export async function runsPage() {
     }
   }
   const form = h("form", { class: "filters", "aria-label": "Find runs",
-    onsubmit: (e) => { e.preventDefault(); cursor = null; search(false); } },
-  field("Contact id", contact), field("Tool", tool), field("Status", status), field("Error code", errorCode),
-  field("Started after", since), field("Started before", until), h("button", { type: "submit" }, "Find runs"));
+    onsubmit: (e) => {
+      e.preventDefault();
+      const filters = values();
+      ctx.replace(filters.size ? `#/runs?${filters}` : "#/runs");
+      cursor = null;
+      query = apiQuery(filters);
+      search(false);
+    } },
+  field("Contact id", c.contactId), field("Tool", c.toolId), field("Status", c.status), field("Error code", c.errorCode),
+  field("Started after", c.since), field("Started before", c.until), h("button", { type: "submit" }, "Find runs"));
   await search(false);
   return h("section", { "aria-labelledby": "runs-h" }, h("h1", { id: "runs-h" }, "Runs"), form, out);
 }
@@ -117,12 +153,32 @@ function attemptsOf(step, blockId, run) {
   return table(`Attempts of block ${blockId}${run ? ` (run ${run})` : ""}`, ["Attempt", "Outcome", "Duration", "Waited before"], rows);
 }
 
+/** A heading of `level` (2 on the page, deeper for a child run opened inside a block). */
+const heading = (level, text) => h(`h${Math.min(level, 6)}`, {}, text);
+
+/**
+ * What a block's detail offers under its data, in order: each gets the run's view, the block
+ * and the variables it had there, and returns an element or null. "Run from here" is one; a
+ * new action on a block of a run is one more entry.
+ * @type {((c: {ctx: any, view: any, blockId: string, seen: Record<string, any>}) => (HTMLElement|null))[]}
+ */
+export const BLOCK_ACTIONS = [
+  ({ ctx, view, blockId, seen }) => (ctx.canWrite ? forkControl(view, blockId, seen) : null),
+];
+
+/**
+ * What a run's page offers under its summary, in order (each gets the page context and the
+ * run's view and returns an element or null): a new action on a whole run is one entry here.
+ * @type {((c: {ctx: any, view: any}) => (HTMLElement|null))[]}
+ */
+export const RUN_ACTIONS = [];
+
 /** What a node read and wrote, its HTTP exchange, its error (the API masked any secret). */
 function nodeDetail(ctx, view, blockId) {
   const { run, def } = view;
   const ran = run.steps.filter((x) => x.type === "block" && x.blockId === blockId);
   const block = blocksOf(def)[blockId] || {};
-  const box = h("section", { class: "node-detail", "aria-label": `Block ${blockId}` }, h("h2", {}, `Block ${blockId}`));
+  const box = h("section", { class: "node-detail", "aria-label": `Block ${blockId}` }, heading(view.level, `Block ${blockId}`));
   if (!ran.length) {
     box.append(h("p", { class: "muted" }, `Block ${blockId} (${block.type || "?"}) did not run.`));
     return box;
@@ -144,12 +200,15 @@ function nodeDetail(ctx, view, blockId) {
   if (spawned) {
     const holder = h("div", { class: "child-run", "aria-label": `Child run ${spawned.child}`, role: "region" });
     box.append(button(`Open child run ${spawned.child}`, async () => {
-      const child = await runView(ctx, spawned.child);
+      const child = await runView(ctx, spawned.child, view.level + 1);
       holder.replaceChildren(child.el);
       child.draw();
     }), holder);
   }
-  if (ctx.canWrite) box.append(forkControl(view, blockId, seen));
+  for (const action of BLOCK_ACTIONS) {
+    const el = action({ ctx, view, blockId, seen });
+    if (el) box.append(el);
+  }
   return box;
 }
 
@@ -202,19 +261,27 @@ function forkControl(view, blockId, seen) {
   return open;
 }
 
+/**
+ * The run's own answer: "Original" beside the answers of its forks; a fork's page names it as
+ * the fork's (the original is the run it was forked from).
+ */
+function ownAnswer(run, level) {
+  const [region, title] = run.forkedFrom ? ["This fork's answer", "This fork"] : ["Original answer", "Original"];
+  return h("section", { "aria-label": region }, heading(level, title), outcome(answerOf(run)));
+}
+
 /** One run: summary, answers, the canvas, the opened node, and the trace as a list. */
-async function runView(ctx, executionId) {
+async function runView(ctx, executionId, level = 2) {
   const run = await api("GET", `/executions/${enc(executionId)}/history`);
   const def = run.published && run.published.definition;
   const place = h("div", {});
   const canvasBox = h("div", { class: "canvas run-canvas", role: "group",
     "aria-label": run.depth ? `The definition of ${run.publishedToolId} as it ran` : "The definition as it ran" });
-  const answers = h("div", { class: "answers", role: "group", "aria-label": "Answers" },
-    h("section", { "aria-label": "Original answer" }, h("h3", {}, "Original"), outcome(answerOf(run))));
+  const answers = h("div", { class: "answers", role: "group", "aria-label": "Answers" }, ownAnswer(run, level));
   const { status, path } = runOverlay(run.steps);
   const last = [...run.steps].reverse().find((x) => x.type === "block");
   const lastExit = last && last.next && last.next.startsWith("@") ? (last.matchedConditionId || "default") : null;
-  const view = { run, def, showFork: null, draw: null };
+  const view = { run, def, level, showFork: null, draw: null };
   let drawn = null;
   const zoom = (dir) => () => drawn && drawn.zoom(dir);
   const tools = h("div", { class: "canvas-tools", role: "toolbar", "aria-label": "Canvas" },
@@ -230,7 +297,7 @@ async function runView(ctx, executionId) {
   view.showFork = (fork, blockId) => {
     answers.querySelector("[data-fork]")?.remove();
     answers.append(h("section", { "aria-label": "Fork answer", "data-fork": "" },
-      h("h3", {}, `Fork from ${blockId}`), outcome(fork.result),
+      heading(level, `Fork from ${blockId}`), outcome(fork.result),
       h("p", {}, h("a", { href: `#/runs/${enc(fork.executionId)}` }, `Run ${fork.executionId}`))));
   };
   const forked = run.forkedFrom
@@ -243,7 +310,7 @@ async function runView(ctx, executionId) {
   const el = h("div", { class: "run-view" },
     h("p", { class: run.status === "ok" ? "ok" : "err" },
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
-    forked, forks, parent, answers,
+    forked, forks, parent, answers, RUN_ACTIONS.map((action) => action({ ctx, view })),
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
     def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
       : h("p", { class: "muted" }, "The definition this run used is not stored."),
