@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,19 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
+from tests.studio.test_accessibility import Audit
 from tests.studio.test_builder import form, node
 from tests.studio.test_live import publish
 from tests.support.http import serve_asgi
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 @pytest.fixture
@@ -74,6 +65,9 @@ async def test_the_block_form_switches_a_retry_policy_on_and_edits_it(studio: St
     await policy.get_by_label("Retry on", exact=True).fill("429, 5xx, timeout")
     await policy.get_by_label("Retry on", exact=True).press("Tab")
     await expect(page.get_by_role("list", name="Problems")).to_contain_text("No problems found.")
+    audit = Audit(page)
+    await audit.check("a block form with its retry policy on")
+    assert audit.found == {"a block form with its retry policy on": []}, audit.found
     await page.get_by_role("button", name="Save").click()
     await expect(page.get_by_role("status").filter(has_text="Draft saved.")).to_be_visible()
     saved = (await studio.ok("GET", "/tools/t-retry"))["definition"]["blocks"]["fetch"]["retry"]
@@ -112,6 +106,9 @@ async def test_the_run_page_lists_a_blocks_attempts(
     await expect(rows.nth(2)).to_contain_text("HTTP 200")
     waited = await rows.nth(2).get_by_role("cell").nth(2).inner_text()
     assert int(waited.removesuffix(" ms")) >= 40, waited
+    audit = Audit(page)
+    await audit.check("a run's block with its attempts")
+    assert audit.found == {"a run's block with its attempts": []}, audit.found
     await studio.shot("run-attempts")
 
 
@@ -143,4 +140,7 @@ async def test_the_server_page_shows_its_circuit_open_after_failures(
     await expect(card).to_contain_text("Open: calls fail at once with circuit_open")
     await expect(card.get_by_text("Recent failures")).to_be_visible()
     await expect(card).to_contain_text("Opened at")
+    audit = Audit(page)
+    await audit.check("a server with its circuit open")
+    assert audit.found == {"a server with its circuit open": []}, audit.found
     await studio.shot("server-circuit")
