@@ -80,8 +80,7 @@ async def test_a_backoff_that_would_cross_the_deadline_is_not_attempted(
     assert result.error.code == "http_status", result.error
     assert "após 1 tentativa; a próxima não começaria antes do prazo da tool" in \
         result.error.message, result.error
-    assert len(upstream.times) == 1
-    assert result.durationMs < 1_500, result  # it did not wait for the deadline either
+    assert len(upstream.times) == 1  # (had it waited past the deadline: tool_timeout)
 
 
 async def test_the_block_s_debug_event_lists_every_attempt(
