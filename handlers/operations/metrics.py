@@ -155,7 +155,8 @@ CIRCUIT_STATES = {"closed": 0, "half_open": 1, "open": 2}
 
 
 def http_attempt(published_tool_id: str, outcome: str) -> None:
-    _adder(HTTP_ATTEMPTS, (tool_label(published_tool_id), outcome))(1)
+    # A fork's attempts count under the tool it forked, as its executions do.
+    _adder(HTTP_ATTEMPTS, (tool_label(origin_of(published_tool_id)), outcome))(1)
 
 
 def rate_limit_waited() -> None:

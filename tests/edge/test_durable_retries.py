@@ -61,11 +61,11 @@ async def test_a_worker_killed_during_a_two_second_backoff_still_makes_exactly_o
             return sum(counts) == 1
 
         # The first attempt failed and its retry waits in Valkey: the worker holds nothing.
-        await _until(waiting, 30, "no delayed step after the first attempt")
+        await _until(waiting, 60, "no delayed step after the first attempt")
         assert len(upstream.times) == 1
         kill(first)
         second = start_worker(redis_url, prefix, **WORKER)
-        found = await h.results_after(mark, {command.commandId}, timeout_s=30)
+        found = await h.results_after(mark, {command.commandId}, timeout_s=60)
         (result,) = found[command.commandId]
         assert (result.ok, result.result) == (True, "200"), result
         assert len(upstream.times) == 2, upstream.times
@@ -94,7 +94,7 @@ class HeldFirst:
             n = len(self.keys)
         if n == 1:
             self.arrived.set()
-            self.released.wait(30)
+            self.released.wait(60)
             return json_reply({"late": True})
         return json_reply({}, 503) if n == 2 else json_reply({"ok": True})
 
@@ -115,11 +115,11 @@ async def test_the_idempotency_key_is_the_same_across_attempts_and_redeliveries(
         mark = await h.mark()
         command = h.command("pt")
         await h.send(command)
-        assert await asyncio.to_thread(upstream.arrived.wait, 30)
+        assert await asyncio.to_thread(upstream.arrived.wait, 60)
         kill(first)  # mid-call: the step is redelivered to the next worker
         upstream.released.set()
         second = start_worker(redis_url, prefix, **WORKER)
-        found = await h.results_after(mark, {command.commandId}, timeout_s=30)
+        found = await h.results_after(mark, {command.commandId}, timeout_s=60)
         (result,) = found[command.commandId]
         assert (result.ok, result.result) == (True, "200"), result
     finally:
