@@ -13,6 +13,13 @@ Scenarios, each with W worker processes on the same Valkey:
   flaky-http an httpCall POST with a retry policy to an upstream that answers 503 to 20% of
              first attempts (by idempotency key) → executeScript → return; prints its success
              rate and attempts per execution besides the latencies
+  NAME+trace, NAME+trace1   the scenario with tracing on (docs/operations.md "Tracing"): the
+             workers export every span (+trace: 100 % sampling; +trace1: 1 %) over OTLP/HTTP
+             to a loopback receiver in the driver (tests/support/otlp.py); worker CPU includes
+             the tracing projection, which the workers run
+  NAME+trace-apart, NAME+trace1-apart   the same, the spans exported by a `chatflow projections
+             run` process of their own (CHATFLOW_TRACING_PROJECTION=false on the workers): its
+             CPU is printed apart ("export CPU"), not in the workers'
 Prints steps/s (block steps), executions/s, p50/p99 command-to-result latency
 under load, p50/p99 when idle (one command at a time), and CPU per step (workers + Valkey).
 Figures are ratios against the baseline measured in the same run, never asserted.
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -150,6 +158,7 @@ class Figures:
     server_cpu_s: float = 0.0
     idle_p99_ms: float = 0.0
     work: Work | None = None
+    export_cpu_s: float = 0.0  # a -apart scenario's span exporter (its own process)
     ok: int = 0  # results answered ok
     upstream: int = 0  # requests the echo server had (flaky-http: attempts)
 
@@ -185,6 +194,8 @@ class Figures:
                                                   / (base.server_cpu_s / base.executions), 3)
         if self.work is not None:
             out["work"] = self.work.as_dict()
+        if self.export_cpu_s:
+            out["export_cpu_per_execution_us"] = round(self.export_cpu_s / self.executions * 1e6, 1)
         if self.name == "flaky-http":
             out["success_rate"] = round(self.ok / self.executions, 4)
             out["attempts_per_execution"] = round(self.upstream / self.executions, 3)
@@ -201,6 +212,8 @@ class Figures:
             d = self.as_dict(base)
             cpu += (f" ({d['worker_cpu_of_baseline']:.2f}x and {d['valkey_cpu_of_baseline']:.2f}x"
                     " the bare loop's of this round)")
+        if self.export_cpu_s:
+            cpu += f"; export CPU {self.export_cpu_s / self.executions * 1e6:.0f}µs (apart)"
         if self.name == "flaky-http":
             cpu += (f"\n{'':<10} success {self.ok / self.executions:.2%}, "
                     f"{self.upstream / self.executions:.3f} attempts per execution")
@@ -222,6 +235,32 @@ def worker_python(name: str) -> str:
     if PREVIOUS_PYTHON is None:
         raise SystemExit(f"scenario {name!r} needs --previous-python")
     return PREVIOUS_PYTHON
+
+
+# Set by main when a +trace scenario is asked for: the loopback OTLP receiver's endpoint.
+TRACES_ENDPOINT = ""
+
+
+def tracing_env(name: str) -> dict[str, str]:
+    """The OTEL_* variables of a ``+trace`` (100 %) or ``+trace1`` (1 %) scenario."""
+    if "+trace" not in name:
+        return {}
+    ratio = "0.01" if "+trace1" in name else "1.0"
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": TRACES_ENDPOINT,
+           "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio}
+    if name.endswith("-apart"):
+        env["CHATFLOW_TRACING_PROJECTION"] = "false"
+    return env
+
+
+def spawn_exporter(url: str, prefix: str, name: str) -> subprocess.Popen[bytes] | None:
+    """A ``-apart`` scenario's span exporter: ``chatflow projections run`` with tracing on."""
+    if not name.endswith("-apart"):
+        return None
+    env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
+           "CHATFLOW_LOG_LEVEL": "WARNING", **tracing_env(name.removesuffix("-apart"))}
+    code = "from chatflow.handlers.cli import main; main(['projections', 'run'])"
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL)
 
 
 def spawn_workers(url: str, prefix: str, n: int, baseline: bool,
@@ -354,10 +393,12 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
     counts = RoundTrips(workers)
     procs = spawn_workers(url, prefix, workers, baseline, counts, worker_python(name),
-                          scenario_env(name))
+                          {**scenario_env(name), **tracing_env(name)})
+    exporter = spawn_exporter(url, prefix, name)
+    apart = [psutil.Process(exporter.pid)] if exporter else []
     ps = [psutil.Process(p.pid) for p in procs] + server
     driver = Driver(url, prefix, baseline)
-    pt, steps_per = ("", 3) if baseline else SCENARIOS[name.removesuffix("@prev")]
+    pt, steps_per = ("", 3) if baseline else SCENARIOS[name.split("+")[0].removesuffix("@prev")]
     meter = None if CLUSTER else WorkMeter(client, DRIVER_NAME)
     try:
         await driver.run(pt, 20, 1)  # warm up: workers up, definitions cached
@@ -370,29 +411,30 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         driver.sent_commands = driver.reads = driver.ok = 0
         upstream0 = upstream_requests("/flaky") if name == "flaky-http" else 0
         trips0 = counts.total()
-        cpu0, server0 = cpu_of(ps), cpu_of(server)
+        cpu0, server0, apart0 = cpu_of(ps), cpu_of(server), cpu_of(apart)
         seconds, lat = await driver.run(pt, executions, 512)
         # The last result is not the end of the work: the execution-log projection (and a
         # relay, on a cluster) may still be reading behind it. CPU is read once every group
         # has read and acked everything, so their work is in the figures.
         await drained(client, prefix)
         cpu, server_cpu = cpu_of(ps) - cpu0, cpu_of(server) - server0
+        export_cpu = cpu_of(apart) - apart0
         await asyncio.sleep(0.25)  # the counters' files are rewritten every 100 ms
         trips = counts.total() - trips0
         work = (await meter.finish(executions, driver.sent_commands, driver.reads, trips,
                                    idle_rt / workers) if meter else None)
         upstream = upstream_requests("/flaky") - upstream0 if name == "flaky-http" else 0
     finally:
-        for p in procs:
+        for p in procs + ([exporter] if exporter else []):
             p.terminate()
-        for p in procs:
+        for p in procs + ([exporter] if exporter else []):
             p.wait()
         counts.close()
         await client.aclose()
         await driver.client.aclose()
     return Figures(name, workers, executions, seconds, executions * steps_per,
                    statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu, server_cpu,
-                   pct(idle, 0.99), work, driver.ok, upstream)
+                   pct(idle, 0.99), work, export_cpu, driver.ok, upstream)
 
 
 async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
@@ -517,7 +559,7 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true",
                         help="print every figure as one JSON document instead of the table")
     args = parser.parse_args()
-    global CLUSTER, PREVIOUS_PYTHON, ECHO_BASE
+    global CLUSTER, PREVIOUS_PYTHON, ECHO_BASE, TRACES_ENDPOINT
     CLUSTER = args.cluster
     PREVIOUS_PYTHON = args.previous_python
     scenarios = args.scenarios or ("bench-3,scripts-3,http-3" if CLUSTER
@@ -530,7 +572,12 @@ async def main() -> None:
     nodes = server.nodes if CLUSTER and server else ([server] if server else [])
     server_procs = [psutil.Process(n.process.pid) for n in nodes if n.process]
     echo: subprocess.Popen[bytes] | None = None
+    receiver = contextlib.ExitStack()
     try:
+        if "+trace" in scenarios:
+            from tests.support.otlp import otlp_receiver
+
+            TRACES_ENDPOINT = receiver.enter_context(otlp_receiver()).endpoint
         if args.inflight_memory:
             await inflight_memory(url, args.inflight_memory)
             return
@@ -545,6 +592,7 @@ async def main() -> None:
         if args.json:
             print(json.dumps({"cluster": CLUSTER, "runs": report}, indent=2))
     finally:
+        receiver.close()
         if echo is not None:
             echo.terminate()
             echo.wait()

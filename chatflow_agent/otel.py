@@ -17,6 +17,7 @@ from .core.messages import Message, ToolCall, ToolResult
 from .errors import ChatflowAgentError
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import trace
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -32,6 +33,39 @@ if TYPE_CHECKING:
 _PROVIDER_NAMES = {"gemini": "gcp.gemini", "openai": "openai", "anthropic": "anthropic"}
 
 
+def provider_name(family: str) -> str:
+    """``gen_ai.provider.name`` of a provider family (``openai``, ``gemini``, ...)."""
+    return _PROVIDER_NAMES.get(family, family)
+
+
+def model_call_attributes(operation: str, family: str, model: str, *,
+                          input_tokens: int | None = None, output_tokens: int | None = None,
+                          response_model: str | None = None,
+                          finish_reasons: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``gen_ai.*`` attributes of one model call: this module's spans and the runtime's
+    callAI block spans (chatflow.handlers.projections.spans) both use them."""
+    attributes: dict[str, Any] = {"gen_ai.operation.name": operation,
+                                  "gen_ai.provider.name": provider_name(family),
+                                  "gen_ai.request.model": model}
+    if input_tokens is not None:
+        attributes["gen_ai.usage.input_tokens"] = input_tokens
+    if output_tokens is not None:
+        attributes["gen_ai.usage.output_tokens"] = output_tokens
+    if response_model:
+        attributes["gen_ai.response.model"] = response_model
+    if finish_reasons:
+        attributes["gen_ai.response.finish_reasons"] = list(finish_reasons)
+    return attributes
+
+
+def tool_call_attributes(name: str, call_id: str = "") -> dict[str, Any]:
+    """The ``gen_ai.*`` attributes of one tool call (``execute_tool {name}``)."""
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+    if call_id:
+        attributes["gen_ai.tool.call.id"] = call_id
+    return attributes
+
+
 class OpenTelemetryHooks(RunHooks):
     """RunHooks that trace model calls and tool calls; pass ``tracer_provider`` to pick one."""
 
@@ -39,6 +73,7 @@ class OpenTelemetryHooks(RunHooks):
         self._tracer = trace.get_tracer("chatflow_agent", tracer_provider=tracer_provider)
         self._model_spans: dict[int, Span] = {}
         self._tool_spans: dict[str, Span] = {}
+        self._tool_tokens: dict[str, Any] = {}
 
     async def on_model_request(
         self, context: RunContext[Any], agent: Agent, messages: Sequence[Message]
@@ -50,9 +85,7 @@ class OpenTelemetryHooks(RunHooks):
             f"chat {agent.model}",
             kind=SpanKind.CLIENT,
             attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": _PROVIDER_NAMES.get(family, family),
-                "gen_ai.request.model": agent.model,
+                **model_call_attributes("chat", family, agent.model),
                 "gen_ai.agent.name": agent.name,
                 "gen_ai.conversation.id": context.session_id,
             },
@@ -71,20 +104,22 @@ class OpenTelemetryHooks(RunHooks):
         span.end()
 
     async def on_tool_start(self, context: RunContext[Any], agent: Agent, call: ToolCall) -> None:
-        self._tool_spans[call.id] = self._tracer.start_span(
+        span = self._tracer.start_span(
             f"execute_tool {call.name}",
             kind=SpanKind.INTERNAL,
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.agent.name": agent.name,
-            },
+            attributes={**tool_call_attributes(call.name, call.id), "gen_ai.agent.name": agent.name},
         )
+        self._tool_spans[call.id] = span
+        # Current while the tool runs (the Runner awaits it in this task, after this hook):
+        # a runtime tool's command or native call then carries this span as its parent.
+        self._tool_tokens[call.id] = otel_context.attach(trace.set_span_in_context(span))
 
     async def on_tool_end(
         self, context: RunContext[Any], agent: Agent, call: ToolCall, result: ToolResult
     ) -> None:
+        token = self._tool_tokens.pop(call.id, None)
+        if token is not None:
+            otel_context.detach(token)
         span = self._tool_spans.pop(call.id, None)
         if span is None:
             return

@@ -132,6 +132,7 @@ class RuntimeTool:
                        "toolId": self.tool_id, "publishedToolId": self.published_tool_id},
             "context": {"contactId": conn.contact_id,
                         "variables": {**conn.variables, **self.spec.bind(arguments)}},
+            **trace_context(),  # the runtime's spans join the caller's trace
         }
         return msgspec.convert(data, ExecuteToolCommand)
 
@@ -157,6 +158,19 @@ class RuntimeTool:
 
     def execute(self, **kwargs: Any) -> Any:
         return run_sync(self.execute_async(**kwargs))
+
+
+def trace_context() -> dict[str, str]:
+    """The W3C ``traceparent`` (and ``tracestate``) of the caller's current OpenTelemetry span
+    (``OpenTelemetryHooks`` makes each tool call's span current), so a custom tool's command
+    and a native tool's call join the agent's trace; empty without OpenTelemetry or a span."""
+    try:
+        from opentelemetry import propagate
+    except ImportError:  # the otel extra is not installed: nothing to carry
+        return {}
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return {k: v for k, v in carrier.items() if k in ("traceparent", "tracestate")}
 
 
 class NativeToolProxy(ProviderDeclarations):
@@ -197,7 +211,8 @@ class NativeToolProxy(ProviderDeclarations):
         keys = conn.keys
         call = NativeCall(callId=f"native-{uuid.uuid4().hex}", tool=self.name, arguments=kwargs,
                           replyTo=keys.native_results,
-                          deadlineMs=int((time.time() + conn.timeout_s) * 1000))
+                          deadlineMs=int((time.time() + conn.timeout_s) * 1000),
+                          **trace_context())
         try:
             async with conn.connected() as client:
                 after = await last_id(client, keys.native_results)

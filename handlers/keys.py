@@ -23,6 +23,9 @@ from chatflow.schemas.keys import (
 # The run history's consumer group on stream:tool-executions (handlers/history/runner.py),
 # named here so a worker without a history need not import SQLAlchemy to know it.
 HISTORY_GROUP = "chatflow-history"
+# The tracing projection's group on stream:tool-executions (handlers/projections/tracing.py):
+# its own position, like the history's, so a collector that is down holds back nothing else.
+TRACING_GROUP = "chatflow-tracing"
 
 # A fork's published record is ``tool:fork:<publishedToolId>:<id>`` (handlers/history/fork.py):
 # runs of it count, in the metrics and the history, under the tool it forked.
@@ -156,5 +159,14 @@ class Keys(PublicKeys):
         return int(exec_id.split("-", 1)[0])
 
 
-__all__ = ["COMMANDS_GROUP", "HISTORY_GROUP", "NATIVE_GROUP", "PROJECTION_GROUP", "RELAY_GROUP",
-           "STEPS_GROUP", "Keys", "PublicKeys"]
+__all__ = [
+    "COMMANDS_GROUP",
+    "HISTORY_GROUP",
+    "NATIVE_GROUP",
+    "PROJECTION_GROUP",
+    "RELAY_GROUP",
+    "STEPS_GROUP",
+    "TRACING_GROUP",
+    "Keys",
+    "PublicKeys",
+]

@@ -175,9 +175,47 @@ class Settings(BaseSettings):
     # Origins allowed by CORS, comma-separated; empty (the default): no CORS headers at all.
     api_cors_origins: str = ""
     encryption_key: str | None = None  # 64 hex chars (AES-256) for secret headers and API keys
+    # Tracing (handlers/operations/tracing.py, docs/operations.md "Tracing"): OpenTelemetry's
+    # own variables. Off unless an OTLP endpoint is set (or when OTEL_SDK_DISABLED=true or
+    # OTEL_TRACES_EXPORTER=none); the exporter reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+    # _COMPRESSION and the rest itself.
+    otel_endpoint: str = Field(default="", validation_alias=AliasChoices(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "otel_endpoint"))
+    otel_traces_endpoint: str = Field(default="", validation_alias=AliasChoices(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "otel_traces_endpoint"))
+    otel_sdk_disabled: bool = Field(default=False, validation_alias=AliasChoices(
+        "OTEL_SDK_DISABLED", "otel_sdk_disabled"))
+    otel_traces_exporter: str = Field(default="otlp", validation_alias=AliasChoices(
+        "OTEL_TRACES_EXPORTER", "otel_traces_exporter"))
+    otel_service_name: str = Field(default="", validation_alias=AliasChoices(
+        "OTEL_SERVICE_NAME", "otel_service_name"))
+    otel_traces_sampler: str = Field(default="parentbased_always_on", validation_alias=AliasChoices(
+        "OTEL_TRACES_SAMPLER", "otel_traces_sampler"))
+    otel_traces_sampler_arg: str = Field(default="", validation_alias=AliasChoices(
+        "OTEL_TRACES_SAMPLER_ARG", "otel_traces_sampler_arg"))
+    # The contact id on spans (chatflow.contact_id): personal data, so only when asked for.
+    trace_contact: bool = False
+    # The trace viewer's URL of one trace, {traceId} replaced (the Studio's run page links it),
+    # e.g. http://localhost:16686/trace/{traceId}; empty: the trace id is shown, not linked.
+    trace_url: str = ""
+    # The worker exports the spans of finished executions (the tracing projection); false
+    # leaves that to `chatflow projections run` processes.
+    tracing_projection: bool = True
     # The one variable the V8 sandbox's worker processes inherit (docs/sandbox.md): where
     # Python imports chatflow from, when that is not site-packages.
     pythonpath: str = Field(default="", validation_alias=AliasChoices("PYTHONPATH", "pythonpath"))
+
+    def traces_endpoint(self) -> str:
+        """Where spans are sent (OTLP over HTTP, protobuf), or "" when tracing is off: the
+        traces endpoint as given, else ``/v1/traces`` under the general one (the standard's
+        rule)."""
+        if self.otel_sdk_disabled or self.otel_traces_exporter.strip().lower() == "none":
+            return ""
+        if self.otel_traces_endpoint:
+            return self.otel_traces_endpoint
+        if self.otel_endpoint:
+            return self.otel_endpoint.rstrip("/") + "/v1/traces"
+        return ""
 
     def allowed_hosts(self) -> list[str]:
         return _items(self.api_allowed_hosts) or ["*"]

@@ -176,7 +176,7 @@ class Gated:
     async def exchange(self, method: str, url: str, *, headers: dict[str, str],
                        content: str | bytes | None, timeout_s: float,
                        max_bytes: int | None = None, max_redirects: int = MAX_REDIRECTS,
-                       secret_headers: Collection[str] = ()) -> Reply:
+                       secret_headers: Collection[str] = (), traced: bool = True) -> Reply:
         budget_ms = int((self.until - time.monotonic()) * 1000) - MIN_ATTEMPT_MS
         ticket = await self.gate.enter(self.scope, max(0, budget_ms))
         failed: bool | None = None
@@ -184,7 +184,8 @@ class Gated:
             left = max(0.001, min(timeout_s, self.until - time.monotonic()))
             reply = await self.outbound.exchange(
                 method, url, headers=headers, content=content, timeout_s=left,
-                max_bytes=max_bytes, max_redirects=max_redirects, secret_headers=secret_headers)
+                max_bytes=max_bytes, max_redirects=max_redirects, secret_headers=secret_headers,
+                traced=traced)
             failed = reply.status >= 500
             return reply
         except ToolFailure as failure:
@@ -195,11 +196,12 @@ class Gated:
 
     async def send(self, method: str, url: str, *, headers: dict[str, str],
                    content: str | bytes | None, timeout_s: float, max_bytes: int | None = None,
-                   max_redirects: int = MAX_REDIRECTS,
-                   secret_headers: Collection[str] = ()) -> tuple[int, bytes, str]:
+                   max_redirects: int = MAX_REDIRECTS, secret_headers: Collection[str] = (),
+                   traced: bool = True) -> tuple[int, bytes, str]:
         reply = await self.exchange(method, url, headers=headers, content=content,
                                     timeout_s=timeout_s, max_bytes=max_bytes,
-                                    max_redirects=max_redirects, secret_headers=secret_headers)
+                                    max_redirects=max_redirects, secret_headers=secret_headers,
+                                    traced=traced)
         return reply.status, reply.body, reply.content_type
 
 

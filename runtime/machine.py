@@ -93,7 +93,12 @@ class Machine:
         partition: int,
         now: int,
         debug: bool,
+        traceparent: str = "",
+        tracestate: str = "",
     ) -> Transition:
+        """``traceparent``/``tracestate``: the command's trace context as the intake accepted
+        it (empty: none, or tracing is off); kept in the tree's RootInfo and, when given, in
+        its ``started`` entry, where the tracing projection reads it."""
         ctx = cmd.context
         context = {"router": ctx.router, "flow": ctx.flow,
                    "contact": {"id": ctx.contactId, **ctx.contact}}
@@ -109,7 +114,7 @@ class Machine:
             published = errors.tool_not_found(cmd.action.publishedToolId)
         workspace = "default" if isinstance(published, ToolFailure) else published.workspace
         root = RootInfo(cmd.commandId, cmd.action, cmd.replyTo, inputs, ctx.contactId,
-                        ctx.variables, context, now, workspace)
+                        ctx.variables, context, now, workspace, traceparent, tracestate)
         pt = cmd.action.publishedToolId
         # Positional, in field order (see ExecState): msgspec matches a keyword against
         # every field name, which costs four times the struct itself for this many fields.
@@ -132,6 +137,10 @@ class Machine:
                   "variables": state.variables, "context": recordable_command_context(context)}
         if workspace != "default":  # the tree's workspace, for readers of its log alone
             detail["workspace"] = workspace
+        if traceparent:
+            detail["traceparent"] = traceparent
+            if tracestate:
+                detail["tracestate"] = tracestate
         t.log.append(LogEntry("started", exec_id, now, blockId=state.block, detail=detail))
         return self._continue(state, t)
 

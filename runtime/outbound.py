@@ -65,6 +65,13 @@ class StillWanted(NamedTuple):
 # signature (state, block, now_ms) is shared by every block kind and must not grow for this.
 _STILL_WANTED: ContextVar[StillWanted | None] = ContextVar("chatflow_still_wanted",
                                                            default=None)
+# The W3C trace headers (``traceparent``, ``tracestate``) of the block being run, set by whoever
+# runs it while tracing is on (handlers/dataplane/steps.py), so the server a block calls
+# continues the trace under the block's own span. Unset (None) while tracing is off: then no
+# request carries them. A contextvar, for the reason _STILL_WANTED is one.
+_TRACE_HEADERS: ContextVar[Mapping[str, str] | None] = ContextVar("chatflow_trace_headers",
+                                                                  default=None)
+_TRACE_NAMES = frozenset({"traceparent", "tracestate"})
 
 
 class Reply(NamedTuple):
@@ -85,6 +92,20 @@ def enter_sending_while(check: Check, *, always: bool = False) -> Token[StillWan
 
 def leave_sending_while(token: Token[StillWanted | None]) -> None:
     _STILL_WANTED.reset(token)
+
+
+def enter_traced(headers: Mapping[str, str]) -> Token[Mapping[str, str] | None]:
+    """Until :func:`leave_traced`, every request sent with ``traced`` (the default) carries
+    ``headers`` (a block's ``traceparent`` and ``tracestate``), in place of any the block set."""
+    return _TRACE_HEADERS.set(headers)
+
+
+def leave_traced(token: Token[Mapping[str, str] | None]) -> None:
+    _TRACE_HEADERS.reset(token)
+
+
+def _with_trace(headers: dict[str, str], trace: Mapping[str, str]) -> dict[str, str]:
+    return {**{k: v for k, v in headers.items() if k.lower() not in _TRACE_NAMES}, **trace}
 
 
 def default_tls(ca_file: str | None = None) -> ssl.SSLContext:
@@ -176,11 +197,13 @@ class Outbound:
         max_bytes: int | None = None,
         max_redirects: int = MAX_REDIRECTS,
         secret_headers: Collection[str] = (),
+        traced: bool = True,
     ) -> tuple[int, bytes, str]:
         """:meth:`exchange` without the response headers: status, body and content type."""
         reply = await self.exchange(method, url, headers=headers, content=content,
                                     timeout_s=timeout_s, max_bytes=max_bytes,
-                                    max_redirects=max_redirects, secret_headers=secret_headers)
+                                    max_redirects=max_redirects, secret_headers=secret_headers,
+                                    traced=traced)
         return reply.status, reply.body, reply.content_type
 
     async def exchange(
@@ -194,6 +217,7 @@ class Outbound:
         max_bytes: int | None = None,
         max_redirects: int = MAX_REDIRECTS,
         secret_headers: Collection[str] = (),
+        traced: bool = True,
     ) -> Reply:
         """Send a request and read at most ``max_bytes`` of the body; raise ToolFailure on failure.
 
@@ -203,8 +227,14 @@ class Outbound:
         ``max_bytes`` fails with ``http_response_too_large`` and stops the read there.
         ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and every header named in
         ``secret_headers`` are dropped when a redirect leaves the origin, and 301/302/303 turn
-        a request into a GET without a body.
+        a request into a GET without a body. ``traced``: the request carries the trace headers
+        of the block being run (:func:`enter_traced`), when tracing set them; False for a
+        request to a third party that has no use for them (fetchMedia's Graph API calls).
         """
+        if traced:
+            trace = _TRACE_HEADERS.get()
+            if trace is not None:
+                headers = _with_trace(headers, trace)
         wanted = _STILL_WANTED.get()
         started = time.monotonic()
         waited = self._gate.locked()
@@ -347,4 +377,5 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
 
 
 __all__ = ["CheckedResolver", "Outbound", "Reply", "StillWanted", "default_tls",
-           "enter_sending_while", "leave_sending_while", "resolve"]
+           "enter_sending_while", "enter_traced", "leave_sending_while", "leave_traced",
+           "resolve"]

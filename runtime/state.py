@@ -30,6 +30,11 @@ class RootInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     test run or a fork) and every lookup a block makes resolves inside it
     (docs/security.md). Left out of the encoded state when it is ``default``, so a tree of
     the default workspace writes no byte more than before workspaces travelled with it.
+
+    ``traceparent``/``tracestate``: the command's W3C Trace Context, as the intake accepted
+    it (only while tracing is on, and only a valid one): every span of the tree joins that
+    trace, and outgoing requests continue it (docs/operations.md "Tracing"). Left out when
+    empty, like ``workspace``.
     """
 
     commandId: str
@@ -41,6 +46,8 @@ class RootInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     context: dict[str, Any]
     startedMs: int
     workspace: str = "default"
+    traceparent: str = ""
+    tracestate: str = ""
 
 
 class ExecState(msgspec.Struct):

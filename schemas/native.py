@@ -8,14 +8,18 @@ from typing import Any
 import msgspec
 
 
-class NativeCall(msgspec.Struct, frozen=True):
-    """One entry of ``stream:native-tool-calls:{name}`` (field ``data``)."""
+class NativeCall(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One entry of ``stream:native-tool-calls:{name}`` (field ``data``). ``traceparent`` and
+    ``tracestate``: the caller's W3C Trace Context (its tool-call span), so the worker's span
+    of the call joins its trace; left out when absent."""
 
     callId: str
     tool: str
     arguments: dict[str, Any] = {}
     replyTo: str | None = None
     deadlineMs: int | None = None  # epoch ms after which the caller has given up
+    traceparent: str = ""
+    tracestate: str = ""
 
 
 class NativeResult(msgspec.Struct, frozen=True):

@@ -8,7 +8,7 @@ as the seed's TypeScript spells them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -48,11 +48,23 @@ class CommandContext(msgspec.Struct, frozen=True):
     debug: bool = False
 
 
-class ExecuteToolCommand(msgspec.Struct, frozen=True):
+# Any JSON value is accepted: a traceparent that is not a valid W3C header (a number, a
+# malformed string) is ignored, never a failed command (docs/spec.md).
+_TraceField = Annotated[Any, msgspec.Meta(
+    description="W3C Trace Context header value (a string); a malformed one is ignored")]
+
+
+class ExecuteToolCommand(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An executeTool command. ``traceparent``/``tracestate``: the producer's W3C Trace
+    Context; the runtime's spans join that trace. Fields at their defaults are left out when
+    encoded, so a command without them carries no byte for them."""
+
     commandId: str
     action: ExecuteToolAction
     context: CommandContext = CommandContext()
     replyTo: str | None = None
+    traceparent: _TraceField = None
+    tracestate: _TraceField = None
 
 
 class ToolError(msgspec.Struct, frozen=True):

@@ -158,7 +158,29 @@ async def execution_history(svc: Svc, who: Caller, execution_id: str) -> dict[st
         raise NotFound(f"no run {execution_id!r} in the history (not finished yet, pruned "
                        "after CHATFLOW_HISTORY_RUN_RETENTION_S, or never existed)",
                        code="execution_not_found")
+    run.update(await _trace_of(svc, who.workspace, run))
     return run
+
+
+async def _trace_of(svc: Services, workspace: str, run: dict[str, Any]) -> dict[str, Any]:
+    """While tracing is configured (an OTLP endpoint or CHATFLOW_TRACE_URL): the run's
+    ``traceId`` (its command's traceparent, recorded in the root's ``started`` step, else the
+    one derived from the root's id) and ``traceUrl``, CHATFLOW_TRACE_URL with it filled in."""
+    s = svc.settings
+    if not (s.trace_url or s.traces_endpoint()):
+        return {}
+    from ..history.queries import get_run
+    from ..operations.traceids import trace_id_hex
+
+    root_id = str(run.get("rootExecutionId") or run["executionId"])
+    root = run if root_id == run["executionId"] else await get_run(
+        _history(svc), workspace, root_id)
+    started = next((st for st in (root or {}).get("steps", []) if st.get("type") == "started"),
+                   None)
+    header = ((started or {}).get("detail") or {}).get("traceparent")
+    trace_id = trace_id_hex(root_id, header if isinstance(header, str) else "")
+    url = s.trace_url.replace("{traceId}", trace_id) if s.trace_url else None
+    return {"traceId": trace_id, "traceUrl": url}
 
 
 @router.get("/executions/{execution_id}/events",
@@ -202,7 +224,7 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
 
     from ..history.fork import ForkRefused, start_fork
     from ..history.queries import get_run
-    from ..interfaces.client import trace, wait_results
+    from ..interfaces.client import ResultTimeout, trace, wait_results
 
     await svc.registry.catch_up()
     run = await get_run(_history(svc), grant.workspace, execution_id)
@@ -234,8 +256,13 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
         return JSONResponse(started, status_code=202)
     timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
     async with svc.held.hold(grant.actor, grant.workspace, for_ms=int(timeout_s * 1000)) as held:
-        found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
-                                   after=b"0-0", timeout_s=timeout_s)
+        try:
+            found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
+                                       after=b"0-0", timeout_s=timeout_s)
+        except ResultTimeout:  # still running (a slow machine): the answer lands in replyTo
+            return JSONResponse({**started, "waited": False, "message": (
+                f"no answer within {timeout_s:g}s; it will arrive on replyTo")},
+                status_code=202)
     result = found[fork.command.commandId][0]
     if fork.reply_to != svc.keys.results:
         await svc.client.delete(fork.reply_to)  # private to this call

@@ -11,7 +11,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
@@ -31,6 +31,9 @@ from ..redis_client import Client, Entry, send_all
 from ..settings import DEFAULT_REPLY_STREAMS, reply_matcher
 from .commandhead import command_head
 from .store import Commit, Publish, Store, Verdict, dead_letter
+
+if TYPE_CHECKING:
+    from ..operations.tracing import Tracing
 
 log = structlog.get_logger("chatflow.intake")
 _decode = msgspec.json.Decoder(ExecuteToolCommand)
@@ -62,7 +65,8 @@ def _readable_action(raw: bytes) -> ExecuteToolAction | None:
 
 class Intake:
     def __init__(self, store: Store, machine: Machine, definitions: DefinitionCache,
-                 clock: Callable[[], int] = _now, run_ahead: RunAhead | None = None) -> None:
+                 clock: Callable[[], int] = _now, run_ahead: RunAhead | None = None,
+                 tracing: Tracing | None = None) -> None:
         self.store = store
         self.keys: Keys = store.keys
         self.machine = machine
@@ -74,6 +78,8 @@ class Intake:
         # only settles (returns and guardrails).
         self.run_ahead = run_ahead or RunAhead(machine, self._definition, clock=clock)
         self.reply_allowed = reply_matcher(self.keys.prefix, DEFAULT_REPLY_STREAMS)
+        # None while tracing is off: a command's traceparent is then not even read.
+        self.tracing = tracing
 
     async def process(self, entries: list[Entry]) -> None:
         commands: list[tuple[bytes, ExecuteToolCommand]] = []
@@ -199,8 +205,11 @@ class Intake:
             parsed = self.definitions.parse(cmd.action.publishedToolId, raw)
             published, digest, data = ((parsed, "", b"") if isinstance(parsed, ToolFailure)
                                        else parsed)
+            traceparent, tracestate = ("", "") if self.tracing is None or cmd.traceparent is None \
+                else self.tracing.accept(cmd.commandId, cmd.traceparent, cmd.tracestate)
             t = self.machine.start(cmd, published, digest, data, exec_id=exec_id,
-                                   partition=partition, now=now, debug=cmd.context.debug or flag)
+                                   partition=partition, now=now, debug=cmd.context.debug or flag,
+                                   traceparent=traceparent, tracestate=tracestate)
             commits.append(Commit(partition, exec_id, t, entry_id if ack_stream else None,
                                   command_guard=cmd.commandId,
                                   deadline=(now + timeout_ms, exec_id), ack_stream=ack_stream))
@@ -209,6 +218,6 @@ class Intake:
             if commit.transition is not None and commit.transition.finishes_root:
                 commit.deadline = None
         verdicts = await self.store.commit(commits)
-        metrics.observe_commits(commits, verdicts)
+        metrics.observe_commits(commits, verdicts, self.tracing)
         return {entry_id for (entry_id, _), verdict in zip(commands, verdicts, strict=True)
                 if ack_stream and verdict != Verdict.WRONG_TYPE}

@@ -23,7 +23,7 @@ import contextlib
 import importlib
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
@@ -39,6 +39,11 @@ from chatflow_agent.tools import Tool
 from ..keys import NATIVE_GROUP, Keys
 from ..redis_client import Client, Entry
 from ..settings import reply_matcher
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from ..operations.tracing import LiveSpans, Tracing
 
 log = structlog.get_logger("chatflow.native")
 # Where a call's replyTo may point (under the key prefix); anything else gets the default.
@@ -85,12 +90,19 @@ class NativeToolServer:
     """The worker's side of native tool calls."""
 
     def __init__(self, client: Client, keys: Keys, tools: Mapping[str, Tool[Any, Any]],
-                 results_maxlen: int = 0) -> None:
+                 results_maxlen: int = 0, tracing: Tracing | None = None) -> None:
         self.client = client
         self.keys = keys
         self.tools = dict(tools)
         self.results_maxlen = results_maxlen
         self._reply_allowed = reply_matcher(keys.prefix, NATIVE_REPLY_STREAMS)
+        # Tracing on: each call is a span, under the caller's traceparent when it sent one.
+        self.tracing = tracing
+        self.spans: LiveSpans | None = None
+        if tracing is not None and self.tools:
+            from ..operations.tracing import LiveSpans
+
+            self.spans = LiveSpans(tracing.endpoint)
 
     async def start(self) -> None:
         """Create each tool's group (at id 0) and publish its spec."""
@@ -115,7 +127,12 @@ class NativeToolServer:
         except (KeyError, msgspec.ValidationError, msgspec.DecodeError) as exc:
             log.warning("undecodable native tool call dropped", tool=name, error=str(exc))
             return
+        started = time.time_ns()
         result = await self.run(call)
+        if self.spans is not None:
+            span = self._span(call, result, started, time.time_ns())
+            if span is not None:
+                self.spans.end(span)
         stream = call.replyTo or self.keys.native_results
         if not self._reply_allowed(stream):  # never an internal key (stream:registry...)
             log.warning("native tool call replyTo refused; answered on the default stream",
@@ -124,6 +141,39 @@ class NativeToolServer:
         maxlen = self.results_maxlen or None
         await self.client.xadd(stream, {"data": _encode.encode(result)}, maxlen=maxlen,
                                approximate=True)
+
+    def _span(self, call: NativeCall, result: NativeResult, started: int,
+              ended: int) -> ReadableSpan | None:
+        """``execute_tool <name>`` (the GenAI conventions' tool-call span, chatflow_agent.otel's
+        attributes) under the caller's span; None when its trace is not sampled."""
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        from chatflow_agent.otel import tool_call_attributes
+
+        from ..operations.traceids import native_span_id
+        from ..projections.spans import SCOPE
+
+        assert self.tracing is not None
+        tree = self.tracing.tree(f"native:{call.callId}", call.traceparent, call.tracestate)
+        if not tree.sampled:
+            return None
+        own = SpanContext(tree.trace_id, native_span_id(call.callId), False,
+                          TraceFlags(TraceFlags.SAMPLED))
+        attributes = {**tool_call_attributes(call.tool, call.callId),
+                      "chatflow.native_call_id": call.callId}
+        status = Status(StatusCode.UNSET)
+        if not result.ok:
+            attributes["error.type"] = "tool_error"
+            status = Status(StatusCode.ERROR, "native tool failed")
+        return ReadableSpan(f"execute_tool {call.tool}", own, tree.parent_context(),
+                            self.tracing.resource, attributes, kind=SpanKind.CONSUMER,
+                            status=status, start_time=started, end_time=ended,
+                            instrumentation_scope=SCOPE)
+
+    def shutdown(self) -> None:
+        if self.spans is not None:
+            self.spans.shutdown()
 
     async def run(self, call: NativeCall) -> NativeResult:
         started = time.monotonic()

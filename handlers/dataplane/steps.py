@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 import structlog
@@ -24,7 +24,12 @@ from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.interpolation import RenderTooLarge
 from chatflow.runtime.machine import Machine
-from chatflow.runtime.outbound import enter_sending_while, leave_sending_while
+from chatflow.runtime.outbound import (
+    enter_sending_while,
+    enter_traced,
+    leave_sending_while,
+    leave_traced,
+)
 from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import Attempt, ExecState, StepMsg, Transition, step_decoder
@@ -42,6 +47,9 @@ from ..operations import metrics
 from ..operations.logging import enter_execution, leave_execution
 from ..redis_client import Entry
 from .store import COMMITTED, Commit, Store
+
+if TYPE_CHECKING:
+    from ..operations.tracing import Tracing
 
 log = structlog.get_logger("chatflow.steps")
 # The blocks that call the outside world over HTTP: each run is an attempt
@@ -120,7 +128,7 @@ class Pending:
 class StepProcessor:
     def __init__(self, store: Store, machine: Machine, runner: BlockRunner,
                  definitions: DefinitionCache, clock: Callable[[], int] = now_ms,
-                 run_ahead_budget_ms: int = 3_000,
+                 run_ahead_budget_ms: int = 3_000, tracing: Tracing | None = None,
                  on_delayed: Callable[[int, int], None] | None = None) -> None:
         """``on_delayed(partition, due_ms)``: told of every delayed step committed (a
         retry's wait), so the worker wakes when it is due (handlers/dataplane/delayed.py)."""
@@ -132,6 +140,7 @@ class StepProcessor:
         self.clock = clock
         self.steps_done = 0
         self.answered_checks = AnsweredChecks(store)
+        self.tracing = tracing  # None while tracing is off
         # The one component that carries a hop's transitions on (the intake shares it).
         self.run_ahead = RunAhead(machine, self._definition, run_block=self._run_inert,
                                   load_states=self._load_states, clock=clock,
@@ -212,7 +221,7 @@ class StepProcessor:
             root = state.rootId if state else msg.exec_id.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
         verdicts = await self.store.commit(commits)
-        metrics.observe_commits(commits, verdicts)
+        metrics.observe_commits(commits, verdicts, self.tracing)
         if self.on_delayed is not None:
             for commit, verdict in zip(commits, verdicts, strict=True):
                 t = commit.transition
@@ -308,11 +317,15 @@ class StepProcessor:
         sending = enter_sending_while(
             partial(self.answered_checks.unanswered, state.partition, state.rootId),
             always=isinstance(item.block, HttpCallBlock))
+        # Tracing on: the block's requests carry its own span's traceparent (runtime/outbound.py).
+        traced = None if self.tracing is None else enter_traced(self.tracing.visit_headers(state))
         try:
             return await self._run_block(state, item.block, item.attempts, item.since)
         except Exception as exc:
             return self._crashed(state, exc)
         finally:
+            if traced is not None:
+                leave_traced(traced)
             leave_sending_while(sending)
             leave_execution(logged)
 

@@ -35,10 +35,12 @@ from ..keys import (
     PROJECTION_GROUP,
     RELAY_GROUP,
     STEPS_GROUP,
+    TRACING_GROUP,
     Keys,
 )
 from ..operations import metrics as prom
 from ..operations.health import HealthServer, memory_trouble
+from ..operations.logging import use_tracing
 from ..operations.loop import running_loop_name
 from ..projections.execlog import ExecutionLog, trim_source
 from ..redaction import SecretIndex
@@ -57,6 +59,8 @@ from .store import Store, Targets
 
 if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a second at start
     from ..history.runner import HistoryProjection
+    from ..operations.tracing import Tracing
+    from ..projections.tracing import TracingProjection
 
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
@@ -121,6 +125,12 @@ class Worker:
         self.store.secrets = SecretIndex(self.client, self.keys)
         self.definitions = DefinitionCache()
         self.machine = Machine(s.limits())
+        # None while tracing is off (no OTLP endpoint): then nothing below does tracing work,
+        # and OpenTelemetry is not even imported.
+        self.tracing: Tracing | None = None
+        if s.traces_endpoint():
+            from ..operations.tracing import Tracing
+            self.tracing = Tracing.from_settings(s)
         self.http = s.outbound()
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20),
@@ -139,9 +149,9 @@ class Worker:
         self.delayed = DelayedSteps(self.store)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions,
                                    run_ahead_budget_ms=min(500, s.claim_idle_ms // 4),
-                                   on_delayed=self.delayed.note)
+                                   tracing=self.tracing, on_delayed=self.delayed.note)
         self.intake = Intake(self.store, self.machine, self.definitions,
-                             run_ahead=self.steps.run_ahead)
+                             run_ahead=self.steps.run_ahead, tracing=self.tracing)
         self.intake.results_maxlen = s.results_maxlen
         self.intake.reply_allowed = s.reply_allowed()
         self.intake.dead_letters_maxlen = s.dead_letters_maxlen
@@ -149,7 +159,8 @@ class Worker:
         self.leases = Leases(self.store, self.consumer,
                              max_hold_ms=s.tool_timeout_ms + s.claim_idle_ms)
         self.recovery = Recovery(self.store, self.machine, s, self.consumer, self.leases)
-        self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen)
+        self.native = NativeToolServer(self.client, self.keys, self.native_tools, s.results_maxlen,
+                                       tracing=self.tracing)
         self.projection = ExecutionLog(self.client, self.keys,
                                        log_retention_ms=s.projection_log_retention_s * 1000)
         # Run history in SQL (handlers/history): only when CHATFLOW_HISTORY_URL is set.
@@ -158,6 +169,12 @@ class Worker:
             from ..history.runner import HistoryProjection
             self.history = HistoryProjection.from_settings(self.client, self.keys, s,
                                                            self.consumer)
+        # The spans of finished executions (handlers/projections/tracing.py), while tracing is on.
+        self.spans: TracingProjection | None = None
+        if self.tracing is not None and s.tracing_projection:
+            from ..projections.tracing import TracingProjection
+            self.spans = TracingProjection(self.client, self.keys, self.tracing, self.consumer,
+                                           claim_idle_ms=s.claim_idle_ms, batch_size=s.batch_size)
         prom.configure(s.metrics_max_tools)
         self.health: HealthServer | None = None
         self._inflight: set[asyncio.Task[None]] = set()
@@ -187,6 +204,8 @@ class Worker:
                             "projection"))
         if self.history is not None:
             subs.append(Sub(k.executions, HISTORY_GROUP, -1, self.history.process, "history"))
+        if self.spans is not None:
+            subs.append(Sub(k.executions, TRACING_GROUP, -1, self.spans.process, "tracing"))
         for name in self.native.tools:
             subs.append(Sub(k.native_calls(name), NATIVE_GROUP, -1,
                             _bind_native(self.native.process, name), "native"))
@@ -217,6 +236,8 @@ class Worker:
         await ensure_groups(self.client, self.keys)
         if self.history is not None:
             await self.history.ensure_group()
+        if self.spans is not None:
+            await self.spans.ensure_group()
         await self.native.start()
         await self.store.load_scripts()
         await self.gate.load_scripts()
@@ -299,9 +320,11 @@ class Worker:
         """One probe reads every stream's pending count; only streams with pending entries
         are looked at further. Reclaimed entries go through ``_take`` like fresh ones: same
         processors, same concurrency limit, and this loop goes on to the next stream at once."""
-        # Native calls are answered at most once; the history reclaims its own (its entries
-        # wait out a database outage instead of going to the dead letters).
-        items = [sub for sub in self._subscriptions() if sub.kind not in ("native", "history")]
+        # Native calls are answered at most once; the history and the tracing projection
+        # reclaim their own (their entries wait out an outage of the database or the
+        # collector instead of going to the dead letters).
+        items = [sub for sub in self._subscriptions()
+                 if sub.kind not in ("native", "history", "tracing")]
         counts = await self.recovery.pending_counts([(x.stream, x.group) for x in items])
         missing = [x.stream for x, c in zip(items, counts, strict=True) if c < 0]
         if missing:
@@ -318,6 +341,10 @@ class Worker:
             await self.history.tick(self._dispatch(self.keys.executions, HISTORY_GROUP,
                                                    self.history.process),
                                     self.leases.holds(self.keys.executions, HISTORY_GROUP))
+        if self.spans is not None:
+            await self.spans.reclaim(self._dispatch(self.keys.executions, TRACING_GROUP,
+                                                    self.spans.process),
+                                     self.leases.holds(self.keys.executions, TRACING_GROUP))
 
     async def _renew(self) -> None:
         """The leases of what this worker holds: stream entries, and slots under limits."""
@@ -347,6 +374,10 @@ class Worker:
         await self.gate.load_scripts()
         if self.history is not None:  # a database behind the migrations stops the start here
             await self.history.start(migrate=self.settings.history_auto_migrate)
+        if self.spans is not None:
+            await self.spans.ensure_group()
+        if self.tracing is not None:  # trace and span ids on the log lines of a sampled tree
+            use_tracing(self.tracing)
         await self.native.start()
         s = self.settings
         self._reading = [asyncio.create_task(r.run()) for r in self.readers]
@@ -430,6 +461,9 @@ class Worker:
         await self.sandbox.aclose()
         if self.history is not None:
             await self.history.aclose()
+        if self.spans is not None:
+            await asyncio.to_thread(self.spans.shutdown)
+        await asyncio.to_thread(self.native.shutdown)  # flushes the native calls' spans
         await self.client.aclose()
         await self.read_client.aclose()
         log.info("worker stopped", consumer=self.consumer)

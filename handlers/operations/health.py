@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from chatflow.runtime.errors import ConfigurationError
 
@@ -64,7 +63,8 @@ class HealthServer:
             request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
             line = request.split(b"\r\n", 1)[0].decode("latin-1")
             method, path = [*line.split(" "), "", ""][:2]
-            status, ctype, body = await self._route(method, path.split("?", 1)[0])
+            status, ctype, body = await self._route(method, path.split("?", 1)[0],
+                                                    _accept(request))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
                 ConnectionError):
             writer.close()
@@ -76,7 +76,7 @@ class HealthServer:
             await writer.drain()
         writer.close()
 
-    async def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
+    async def _route(self, method: str, path: str, accept: str = "") -> tuple[str, str, bytes]:
         if method not in ("GET", "HEAD"):
             return "405 Method Not Allowed", "text/plain", b"GET only\n"
         if path == "/metrics":
@@ -85,7 +85,10 @@ class HealthServer:
                     await asyncio.wait_for(self.refresh(), timeout=5)
                 except Exception as exc:  # a scrape still answers, with the last values
                     log.warning("stream gauges not refreshed", error=str(exc))
-            return "200 OK", CONTENT_TYPE_LATEST, metrics.exposition()
+            # OpenMetrics when the scraper asks for it (Prometheus does): the only format that
+            # carries the duration histograms' trace_id exemplars.
+            body, ctype = metrics.negotiated(accept)
+            return "200 OK", ctype, body
         if path == "/health/live":
             if self.live is None:
                 return "200 OK", "text/plain", b"live\n"
@@ -93,6 +96,14 @@ class HealthServer:
         if path == "/health/ready":
             return await _answer(self.ready, "readiness")
         return "404 Not Found", "text/plain", b"not found\n"
+
+
+def _accept(request: bytes) -> str:
+    for line in request.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"accept":
+            return value.strip().decode("latin-1")
+    return ""
 
 
 async def _answer(check: Check, what: str) -> tuple[str, str, bytes]:

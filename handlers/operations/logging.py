@@ -97,6 +97,16 @@ def leave_execution(token: contextvars.Token[Any]) -> None:
     _EXECUTION.reset(token)
 
 
+# The process's tracing (handlers/operations/tracing.py) once a worker turned it on: a line
+# logged inside a block of a sampled tree then carries the trace and the visit's span id.
+_TRACING: Any = None
+
+
+def use_tracing(tracing: Any) -> None:
+    global _TRACING
+    _TRACING = tracing
+
+
 def add_execution_ids(_logger: Any, _method: str, event: Any) -> Any:
     state = _EXECUTION.get()
     if state is not None:
@@ -106,4 +116,9 @@ def add_execution_ids(_logger: Any, _method: str, event: Any) -> Any:
         event.setdefault("tool_id", state.toolId)
         event.setdefault("published_tool_id", state.publishedToolId)
         event.setdefault("contact_id", state.root.contactId)
+        if _TRACING is not None:
+            ids = _TRACING.log_ids(state)
+            if ids is not None:
+                event.setdefault("trace_id", ids[0])
+                event.setdefault("span_id", ids[1])
     return event

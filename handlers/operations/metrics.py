@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import re
 import threading
+import time
 from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from operator import attrgetter
@@ -25,6 +26,7 @@ from typing import Any
 import msgspec
 import structlog
 from prometheus_client import (
+    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -34,6 +36,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.samples import Exemplar
 
 from chatflow.schemas.wire import LlmUsageEvent
 
@@ -227,7 +231,7 @@ def configure(max_tools: int) -> None:
     server_label.cap = max_tools
 
 
-def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
+def observe_commits(commits: Sequence[Any], verdicts: Sequence[int], tracing: Any = None) -> None:
     """Count what committed transitions did: runs, blocks, errors, guardrails, tokens.
 
     Called after ``Store.commit`` with its verdicts; a dropped transition counts nothing.
@@ -256,6 +260,41 @@ def observe_commits(commits: Sequence[Any], verdicts: Sequence[int]) -> None:
         _adder(metric, labels)(amount)
     for (metric, labels), by_ms in seconds.items():
         _observe_tally(_child(metric, *labels), {ms / 1000: n for ms, n in by_ms.items()})
+    if tracing is not None:
+        _exemplars(commits, verdicts, tracing)
+
+
+def _exemplars(commits: Sequence[Any], verdicts: Sequence[int], tracing: Any) -> None:
+    """Tracing on: the duration buckets a sampled tree's blocks and executions fell in carry
+    its trace id as an OpenMetrics exemplar (``trace_id``, the label Grafana links by)."""
+    now = time.time()
+    for commit, verdict in zip(commits, verdicts, strict=False):
+        t = getattr(commit, "transition", None)
+        if t is None or verdict != 1 or not t.writes:
+            continue
+        trace_id = tracing.trace_id_of(t.writes[-1])
+        if trace_id is None:
+            continue
+        labels = {"trace_id": trace_id}
+        for entry in t.log:
+            if entry.type == "block":
+                label = entry.blockType if entry.blockType in BLOCK_TYPES else OTHER
+                _exemplar(_child(BLOCK_SECONDS, label), (entry.durationMs or 0) / 1000, labels, now)
+        for emit in t.emits:
+            if emit.kind == "execution" and emit.facts is not None:
+                published, success, code, ms = emit.facts  # (execution_emit's facts)
+                tool = UNKNOWN if code == "tool_not_found" else tool_label(published)
+                _exemplar(_child(EXECUTION_SECONDS, tool, "success" if success else "failure"),
+                          ms / 1000, labels, now)
+
+
+def _exemplar(child: Any, value: float, labels: dict[str, str], now: float) -> None:
+    bounds, buckets = getattr(child, "_upper_bounds", None), getattr(child, "_buckets", None)
+    if bounds is None or buckets is None:
+        return
+    i = bisect.bisect_left(bounds, value)
+    if i < len(buckets):
+        buckets[i].set_exemplar(Exemplar(labels, value, now))
 
 
 def _gather(commits: Sequence[Any], verdicts: Sequence[int]) -> tuple[
@@ -419,6 +458,15 @@ def relayed(kinds: Iterable[bytes]) -> None:
 
 def exposition() -> bytes:
     return generate_latest(REGISTRY)
+
+
+def negotiated(accept: str) -> tuple[bytes, str]:
+    """The exposition in the format the scraper's Accept header asks for (OpenMetrics, with
+    exemplars, or Prometheus text), and its content type."""
+    encoder, content_type = choose_encoder(accept)
+    if not content_type.startswith("application/openmetrics-text"):
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST  # as before negotiation
+    return encoder(REGISTRY), content_type
 
 
 async def refresh_streams(client: Any, keys: Any) -> None:

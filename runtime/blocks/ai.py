@@ -164,6 +164,7 @@ class CallAI:
         what = f"callAI {block.capability}"
         request = await self._request(state, block)
         outcome.debug["url"] = credential.base_url + request.path
+        outcome.debug["model"] = request.model  # the span's gen_ai.request.model
         budget_ms = min(self.config.timeout_ms, remaining_ms(state, now_ms))
         call_started = time.perf_counter()
         try:
@@ -182,6 +183,10 @@ class CallAI:
         else:
             reply = wire.parse_chat(body, request.model)
         outcome.emits.append(self._usage(state, block, reply, _ms(call_started)))
+        # The span's gen_ai.usage.* and gen_ai.response.model (docs/operations.md "Tracing").
+        outcome.debug["usage"] = {"inputTokens": reply.usage.prompt_tokens,
+                                  "outputTokens": reply.usage.completion_tokens,
+                                  "model": reply.model}
         size = len(reply.text.encode("utf-8", errors="replace"))
         if size > self.config.max_output_bytes:
             raise ToolFailure("ai_output_too_large",

@@ -188,6 +188,9 @@ class MediaFetcher:
                 raise ToolFailure("media_id_missing", "fetchMedia: a variável "
                                   f"{block.mediaIdVariable!r} não tem mediaId")
             url, stated = await self._resolve(media_id, headers, timeout_s, debug)
+            # Graph API and its CDN: a third party, which gets no trace context.
+            data, content_type = await self._download(url, headers, timeout_s, debug, False)
+            return data, best_mime(stated or content_type, data)
         else:
             url = block.urlVariable.strip()
             if not url.startswith(("http://", "https://")):
@@ -204,7 +207,8 @@ class MediaFetcher:
         base = self.config.graph_base_url.rstrip("/")
         meta_url = f"{base}/{self.config.graph_version.strip('/')}/{quote(media_id, safe='')}"
         debug["url"] = meta_url
-        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, debug)
+        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, debug,
+                                          False)
         debug["status"] = status
         if status >= 400:
             raise ToolFailure("media_http_status",
@@ -226,9 +230,9 @@ class MediaFetcher:
         return url, mime if isinstance(mime, str) else None
 
     async def _download(self, url: str, headers: dict[str, str], timeout_s: float,
-                        debug: dict[str, Any]) -> tuple[bytes, str]:
+                        debug: dict[str, Any], traced: bool = True) -> tuple[bytes, str]:
         status, data, content_type = await self._get(url, headers, timeout_s,
-                                                     self.config.max_bytes, debug)
+                                                     self.config.max_bytes, debug, traced)
         debug["status"] = status
         if status >= 400:
             raise ToolFailure("media_http_status",
@@ -237,10 +241,12 @@ class MediaFetcher:
         return data, content_type
 
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int, debug: dict[str, Any]) -> tuple[int, bytes, str]:
+                   max_bytes: int, debug: dict[str, Any],
+                   traced: bool = True) -> tuple[int, bytes, str]:
         try:
             reply = await self.client.exchange("GET", url, headers=headers, content=None,
-                                               timeout_s=timeout_s, max_bytes=max_bytes)
+                                               timeout_s=timeout_s, max_bytes=max_bytes,
+                                               traced=traced)
             if reply.status >= 400 and "retry-after" in reply.headers:
                 debug[_RETRY_AFTER] = reply.headers["retry-after"]  # for a retry policy
             return reply.status, reply.body, reply.content_type

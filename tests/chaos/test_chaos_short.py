@@ -37,3 +37,18 @@ async def test_every_execution_event_is_counted_once_by_the_projection_despite_k
     assert report.kills >= 2
     assert report.event_duplicates == 0
     assert report.projection == {tool: (n, n) for tool, n in report.expected_events.items()}
+
+
+async def test_exactly_one_span_per_committed_block_visit_while_workers_are_killed(
+        redis_url: str) -> None:
+    """Tracing on, workers SIGKILLed: every committed execution and block visit is one span
+    at the (loopback OTLP) collector, none lost with a killed worker's unexported batch and
+    none doubled by a redelivered step or a reclaimed export."""
+    report = await run(redis_url, executions=300, seconds=90, workers=3, kill_every=3.0,
+                       rate=20, seed=13, history=False, tracing=True)
+    print(report.render())
+    assert report.kills >= 2
+    assert (report.results, report.lost, report.duplicates) == (300, 0, 0)
+    assert report.spans_expected >= 300 * 3
+    assert (report.spans_missing, report.spans_extra, report.span_repeats_differ) == (0, 0, 0), \
+        report.render()

@@ -126,7 +126,7 @@ def test_compose_runs_valkey_workers_the_api_prometheus_alertmanager_and_grafana
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services = compose["services"]
     assert set(services) == {"valkey", "valkey-exporter", "worker", "api", "prometheus",
-                             "alertmanager", "grafana"}
+                             "alertmanager", "grafana", "jaeger"}
     for path in ("./valkey/valkey.conf", "./prometheus/prometheus.yml", "./prometheus/alerts.yml",
                  "./alertmanager/alertmanager.yml", "./grafana/provisioning",
                  "./grafana/dashboards"):
@@ -137,7 +137,7 @@ def test_compose_runs_valkey_workers_the_api_prometheus_alertmanager_and_grafana
 
 def test_compose_publishes_services_without_a_login_on_loopback_only() -> None:
     services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
-    for name in ("prometheus", "alertmanager"):
+    for name in ("prometheus", "alertmanager", "jaeger"):
         assert all(str(p).startswith("127.0.0.1:") for p in services[name]["ports"]), name
     grafana = services["grafana"]["environment"]
     # a default admin/admin Grafana is the first thing a scanner tries
@@ -431,3 +431,32 @@ def test_every_alert_links_a_runbook_section_that_exists() -> None:
         page, _, anchor = url.partition("#")
         assert page == "docs/operations.md", rule["alert"]
         assert anchor in anchors, f"{rule['alert']}: no section #{anchor} in docs/operations.md"
+
+
+def test_compose_sends_traces_to_jaeger_which_grafana_reads_and_exemplars_link_to() -> None:
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name in ("worker", "api"):
+        env = services[name]["environment"]
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4318"
+        assert "{traceId}" in env["CHATFLOW_TRACE_URL"]
+    assert services["jaeger"]["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
+    assert "--enable-feature=exemplar-storage" in services["prometheus"]["command"]
+    sources = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yml")
+                             .read_text())["datasources"]
+    by_uid = {d["uid"]: d for d in sources}
+    assert by_uid["jaeger"]["url"] == "http://jaeger:16686"
+    assert by_uid["prometheus"]["jsonData"]["exemplarTraceIdDestinations"] == [
+        {"name": "trace_id", "datasourceUid": "jaeger"}]
+
+
+def test_kubernetes_workers_and_the_api_take_the_otlp_endpoint_from_a_configmap() -> None:
+    docs = [d for path in sorted((DEPLOY / "k8s").glob("*.yaml"))
+            for d in yaml.safe_load_all(path.read_text()) if d]
+    env = next(d for d in docs if d["kind"] == "ConfigMap"
+               and d["metadata"]["name"] == "chatflow-env")["data"]
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in env and "CHATFLOW_TRACE_URL" in env
+    for name in ("chatflow-worker", "chatflow-api"):
+        deployment = next(d for d in docs if d["kind"] in ("Deployment", "StatefulSet")
+                          and d["metadata"]["name"] == name)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert {"configMapRef": {"name": "chatflow-env"}} in container["envFrom"], name

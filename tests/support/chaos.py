@@ -13,7 +13,9 @@ then checks, once every consumer group is drained:
 * every ToolExecutionStreamEvent once in ``stream:tool-executions`` and counted
   once by the execution log projection (``runs7d`` per tool = executions per tool);
 * every execution once in the run history the workers write (a SQLite file; ``--no-history``
-  turns it off), with its event's tool, status, duration and end.
+  turns it off), with its event's tool, status, duration and end;
+* with ``--tracing`` (a loopback OTLP receiver, tests/support/otlp.py): exactly one span per
+  committed execution and block visit, a span received twice being the same bytes.
 
 Exit status 0 when all of that holds. ``tests/chaos/test_chaos_short.py`` runs the
 short form (``--executions 600 --seconds 60``).
@@ -51,11 +53,20 @@ from chatflow.handlers.history.db import engine_for, upgrade
 from chatflow.handlers.history.runner import HISTORY_GROUP
 from chatflow.handlers.history.schema import runs as run_rows
 from chatflow.handlers.history.verify import verify
-from chatflow.handlers.keys import COMMANDS_GROUP, PROJECTION_GROUP, RELAY_GROUP, STEPS_GROUP, Keys
+from chatflow.handlers.keys import (
+    COMMANDS_GROUP,
+    PROJECTION_GROUP,
+    RELAY_GROUP,
+    STEPS_GROUP,
+    TRACING_GROUP,
+    Keys,
+)
 from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.projections.metrics import tool_metrics
 from chatflow.handlers.redis_client import Client, make_client
+from chatflow.runtime.state import decode_log
 from tests.support.http import serve_asgi_in_thread
+from tests.support.otlp import ReceivedSpan, Receiver, otlp_receiver
 from tests.support.processes import kill, start_worker, stop
 from tests.support.valkey import LocalCluster
 
@@ -273,6 +284,12 @@ class Report:
     retry_requests: int = 0  # what the flaky upstream received (attempts, redeliveries)
     key_splits: int = 0  # chaos-retry executions whose requests carried more than one key
     effects_missing: int = 0  # chaos-retry executions whose key was never answered 200
+    tracing: bool = False  # spans exported to a loopback OTLP receiver, and checked
+    spans_expected: int = 0  # committed executions and block visits, from the event logs
+    spans_missing: int = 0  # of those, with no span received
+    spans_extra: int = 0  # spans received beyond one per committed visit
+    span_repeats: int = 0  # spans received more than once (harmless if the same bytes)
+    span_repeats_differ: int = 0  # ...received twice with different content
 
     @property
     def keys_ok(self) -> bool:
@@ -297,11 +314,16 @@ class Report:
         return True
 
     @property
+    def spans_ok(self) -> bool:
+        return not self.tracing or (self.spans_expected > 0 and not self.spans_missing
+                                    and not self.spans_extra and not self.span_repeats_differ)
+
+    @property
     def ok(self) -> bool:
         return (self.results == self.executions and self.lost == 0 and self.duplicates == 0
                 and self.failed == 0 and self.wrong == 0 and self.event_duplicates == 0
                 and self.projection_ok and self.history_ok and self.replay_differ == 0
-                and self.keys_ok)
+                and self.keys_ok and self.spans_ok)
 
     def render(self) -> str:
         lines = [f"executions {self.executions}  results {self.results}  lost {self.lost}  "
@@ -319,6 +341,10 @@ class Report:
         lines.append(f"  retries: {self.retry_executions} executions, {self.retry_requests} "
                      f"upstream requests, {self.key_splits} with more than one key, "
                      f"{self.effects_missing} without an effect")
+        if self.tracing:
+            lines.append(f"  spans: {self.spans_expected} committed visits, missing "
+                         f"{self.spans_missing}, extra {self.spans_extra}, repeated "
+                         f"{self.span_repeats} ({self.span_repeats_differ} differ)")
         lines += [f"  note: {n}" for n in self.notes]
         lines.append("OK" if self.ok else "FAILED")
         return "\n".join(lines)
@@ -335,11 +361,14 @@ async def read_all(client: Client, stream: str) -> list[tuple[bytes, dict[bytes,
         cursor = "(" + page[-1][0].decode()
 
 
-async def drained(client: Client, keys: Keys, timeout_s: float, history: bool = False) -> bool:
+async def drained(client: Client, keys: Keys, timeout_s: float, history: bool = False,
+                  tracing: bool = False) -> bool:
     """Every consumer group of the prefix has read and acked everything (bounded polling)."""
     pairs = [(keys.commands, COMMANDS_GROUP), (keys.executions, PROJECTION_GROUP)]
     if history:
         pairs.append((keys.executions, HISTORY_GROUP))
+    if tracing:
+        pairs.append((keys.executions, TRACING_GROUP))
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     deadline = time.monotonic() + timeout_s
@@ -403,10 +432,23 @@ async def drive(client: Client, keys: Keys, plan: list[tuple[str, str, int]], *,
 async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
               kill_every: float = 3.0, window: int = 256, cluster: bool = False,
               seed: int | None = None, partitions: int = 4, rate: float = 0.0,
-              history: bool = True) -> Report:
+              history: bool = True, tracing: bool = False) -> Report:
     """``rate``: commands per second at most (0: as fast as the window allows), to spread
     the load over enough kills. ``history``: the workers write a run history into a SQLite
-    file of their own, and every execution must land in it exactly once."""
+    file of their own, and every execution must land in it exactly once. ``tracing``: the
+    workers export spans to a loopback OTLP receiver, and every committed execution and block
+    visit must be one span there."""
+    if tracing:
+        with otlp_receiver() as receiver:
+            return await _run(url, executions, seconds, workers, kill_every, window, cluster,
+                              seed, partitions, rate, history, receiver)
+    return await _run(url, executions, seconds, workers, kill_every, window, cluster, seed,
+                      partitions, rate, history, None)
+
+
+async def _run(url: str, executions: int, seconds: float, workers: int, kill_every: float,
+               window: int, cluster: bool, seed: int | None, partitions: int, rate: float,
+               history: bool, receiver: Receiver | None) -> Report:
     rng = random.Random(seed)
     prefix = f"chaos{uuid.uuid4().hex[:6]}:"
     keys = Keys(prefix, partitions)
@@ -420,8 +462,10 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
     if history_url:  # migrated once here: workers killed mid-migration would prove nothing
         await migrate(history_url)
         env["CHATFLOW_HISTORY_URL"] = history_url
+    if receiver is not None:
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
     pool = WorkerPool(url, prefix, env)
-    report = Report(executions, history=history)
+    report = Report(executions, history=history, tracing=receiver is not None)
     started = time.monotonic()
     deadline = started + seconds
     try:
@@ -441,7 +485,8 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
         report.kills = pool.killed
         report.seconds = time.monotonic() - started
         # Let late duplicates surface: every group drained, then read the streams whole.
-        if not await drained(client, keys, max(10.0, deadline - time.monotonic()), history):
+        if not await drained(client, keys, max(10.0, deadline - time.monotonic()), history,
+                             receiver is not None):
             report.notes.append("consumer groups not drained before the deadline")
         counts: Counter[str] = Counter()
         report.results = 0
@@ -465,6 +510,8 @@ async def run(url: str, *, executions: int, seconds: float, workers: int = 3,
         check_keys(http, plan, report)
         if history_url:
             await check_history(client, keys, history_url, report)
+        if receiver is not None:
+            await check_spans(client, keys, receiver.snapshot(), report)
         # Deterministic replay after kills: every tree's record re-decided by the machine.
         replayed = await verify_recent(client, keys, 2 * executions + 1_000)
         report.replayed, report.replay_differ = replayed.trees, len(replayed.differing)
@@ -511,6 +558,40 @@ def check_keys(http: HoldingServer, plan: list[tuple[str, str, int]], report: Re
                                  if not (http.keys_of.get(n, set()) & http.effects))
 
 
+async def check_spans(client: Client, keys: Keys, spans: list[ReceivedSpan],
+                      report: Report) -> None:
+    """One span per committed visit: every execution event and every ``block`` entry of the
+    trees' event logs is one distinct span (its execution and block), and none more; a span
+    the collector got twice (an export repeated after a kill) carries the same bytes."""
+    events = [json.loads(f[b"data"]) for _id, f in await read_all(client, keys.executions)]
+    expected: Counter[tuple[str, str]] = Counter()
+    roots = sorted({e["rootExecutionId"] for e in events})
+    for root in roots:
+        raw = await client.get(keys.log(keys.partition_of_exec(root), root))
+        waiting: dict[str, str] = {}  # execution -> its callTool block waiting for a child
+        for entry in decode_log(raw or b""):
+            if entry.type == "spawned":
+                waiting[entry.execId] = entry.blockId or ""
+            elif entry.type == "block":
+                expected[(entry.execId, f"chatflow.block {entry.blockType} {entry.blockId}")] += 1
+                waiting.pop(entry.execId, None)
+        for exec_id, block_id in waiting.items():  # the tree ended (timeout) while it waited
+            expected[(exec_id, f"chatflow.block callTool {block_id}")] += 1
+    for exec_id, tool in {(e["executionId"], e["toolId"]) for e in events}:
+        expected[(exec_id, f"chatflow.execute {tool}")] += 1
+    by_id: dict[str, set[bytes]] = {}
+    got: Counter[tuple[str, str]] = Counter()
+    for span in spans:
+        if span.span_id not in by_id:
+            got[(str(span.attributes.get("chatflow.execution_id")), span.name)] += 1
+        by_id.setdefault(span.span_id, set()).add(span.raw)
+    report.spans_expected = sum(expected.values())
+    report.spans_missing = sum((expected - got).values())
+    report.spans_extra = sum((got - expected).values())
+    report.span_repeats = len(spans) - len(by_id)
+    report.span_repeats_differ = sum(1 for raws in by_id.values() if len(raws) > 1)
+
+
 async def check_projection(client: Client, keys: Keys, plan: list[tuple[str, str, int]],
                            report: Report) -> None:
     per_pt = Counter(pt for _cid, pt, _n in plan)
@@ -543,6 +624,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--no-history", dest="history", action="store_false",
                         help="run without the SQLite run history (and without checking it)")
+    parser.add_argument("--tracing", action="store_true",
+                        help="export spans to a loopback OTLP receiver and check one per visit")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
     parser.add_argument("--cluster", action="store_true",
                         help="against a local 3-master cluster (or --redis-url of a cluster node)")
@@ -556,7 +639,7 @@ def main() -> None:
         report = asyncio.run(run(url, executions=args.executions, seconds=args.seconds,
                                  workers=args.workers, kill_every=args.kill_every,
                                  window=args.window, cluster=args.cluster, seed=args.seed,
-                                 rate=args.rate, history=args.history))
+                                 rate=args.rate, history=args.history, tracing=args.tracing))
     finally:
         if servers is not None:
             servers.stop()

@@ -307,10 +307,15 @@ async function runView(ctx, executionId, level = 2) {
     ? h("p", {}, "Forks: ", run.forks.map((f) => [h("a", { href: `#/runs/${enc(f)}`, class: "fork-link" }, f), " "])) : null;
   const parent = run.parentExecutionId
     ? h("p", {}, "Called by ", h("a", { href: `#/runs/${enc(run.parentExecutionId)}` }, run.parentExecutionId)) : null;
+  // The run's OpenTelemetry trace, linked through CHATFLOW_TRACE_URL when it is set.
+  const traced = run.traceId
+    ? h("p", {}, "Trace ", run.traceUrl
+      ? h("a", { href: run.traceUrl, target: "_blank", rel: "noopener" }, run.traceId)
+      : h("code", {}, run.traceId)) : null;
   const el = h("div", { class: "run-view" },
     h("p", { class: run.status === "ok" ? "ok" : "err" },
       `${run.status}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage || ""})` : ""} · ${run.publishedToolId} · ${run.durationMs} ms · contact ${run.contactId || "—"} · ${when(run.startedMs)}`),
-    forked, forks, parent, answers, RUN_ACTIONS.map((action) => action({ ctx, view })),
+    forked, forks, parent, traced, answers, RUN_ACTIONS.map((action) => action({ ctx, view })),
     run.trace === "stored" ? null : h("p", { class: "muted" }, `Trace ${run.trace}: no block data for this run.`),
     def ? [h("p", { class: "hint" }, "The path taken is highlighted; open a block to see what it read and wrote."), tools, canvasBox]
       : h("p", { class: "muted" }, "The definition this run used is not stored."),
