@@ -94,6 +94,10 @@ def block_not_supported(kind: str, block_id: str, pt: str) -> ToolFailure:
     )
 
 
+def mock_invalid(key: str, detail: str) -> ToolFailure:
+    return ToolFailure("mock_invalid", f"mock inválido para o bloco {key}: {detail}")
+
+
 def execution_cancelled(reason: str = "") -> ToolFailure:
     msg = "execução cancelada"
     return ToolFailure("execution_cancelled", f"{msg}: {reason}" if reason else msg, fatal=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import structlog
@@ -13,9 +14,10 @@ from chatflow.runtime.registry import workspace_of
 from chatflow.schemas.definition import PublishedTool
 
 from ..registry.errors import Invalid
+from ..registry.gate import publish_gated
 from ..registry.inline import single_block_definition
 from ..registry.metrics import tool_metrics
-from ..registry.models import ToolCreate, ToolPatch, VersionIn
+from ..registry.models import PublishIn, ToolCreate, ToolPatch
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .authorization import Authorized, problems_of, refuse_unresolved
@@ -159,10 +161,20 @@ async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.purge(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
+@router.post("/tools/{tool_id}/publish",
+             summary="Publish the draft as the next version, if its saved test cases pass")
 async def publish_tool(svc: Svc, grant: Authorized, tool_id: str,
-                       body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.publish(tool_id, body.version if body else None, scope=grant.scope)
+                       body: Annotated[PublishIn | None, Body()] = None) -> dict[str, Any]:
+    """409 ``tests_failed`` lists the failing cases; ``force: true`` publishes anyway and
+    keeps them, with the ``note``, in the version."""
+    body = body or PublishIn()
+    await svc.registry.catch_up()
+    # Saved cases make it a long request (they run first): held like a test run.
+    held = (svc.held.hold(grant.actor, grant.workspace) if svc.registry.state.cases.get(tool_id)
+            else nullcontext())
+    async with held:
+        return await publish_gated(svc.tools, svc.case_runner, tool_id, version=body.version,
+                                   note=body.note, force=body.force, scope=grant.scope)
 
 
 @router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")

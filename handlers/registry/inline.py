@@ -1,8 +1,10 @@
-"""Run a tool in this process, without streams: the builder's test routes and the internal
-execute route.
+"""Run a tool in this process, without streams: the builder's test routes, saved test cases
+and the internal execute route.
 
 The same state machine and block executors as the workers, driven by a local
-queue instead of the step streams; the trace is the executions' event log.
+queue instead of the step streams; the trace is the executions' event log. A run of a
+saved test case passes its ``mocks``: those blocks are answered by the mock layer
+(``handlers.registry.mocking``) and reach nothing outside.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import msgspec
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
-from chatflow.runtime.blocks.runner import BlockRunner, Executor
+from chatflow.runtime.blocks.mocks import MockOutbound
+from chatflow.runtime.blocks.runner import BlockRunner, Executor, Result
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.edge import Edge
 from chatflow.runtime.errors import ToolFailure, internal_error
@@ -38,6 +41,7 @@ from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
+from .mocking import MockedBlocks
 from .scope import Grant
 
 _result = msgspec.json.Decoder(ToolResult)
@@ -55,6 +59,7 @@ class InlineRun:
     executions: list[bytes] = field(default_factory=list)
     execution_id: str = ""
     definition: tuple[str, bytes] = ("", b"")  # (content hash, PublishedTool JSON) it ran
+    mocks_used: set[str] = field(default_factory=set)  # the mocks a block took
 
     def body(self) -> dict[str, Any]:
         r = self.result
@@ -78,27 +83,42 @@ class InlineRunner:
             timeout_ms=settings.script_timeout_ms,
             max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None,
             child_env=settings.sandbox_env())
-        # Test runs are held to the same limits and circuits as the workers' runs.
-        gate = SharedGate(client, keys, lease_ms=settings.claim_idle_ms)
-        self.runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
-                                  definitions=self.definitions, limits=self.machine.limits,
-                                  script_timeout_ms=settings.script_timeout_ms,
-                                  edge=Edge(gate, settings.origins()))
-        self.runner.register("callEndpoint",
-                             CallEndpointExecutor(http, self.store, self.machine.limits, gate))
+        self.extra_executors = extra_executors or {}
+        # Test runs are held to the same limits and circuits as the workers' runs; a test
+        # case's mocked blocks reach no upstream, so none is held for them.
+        self.gate = SharedGate(client, keys, lease_ms=settings.claim_idle_ms)
+        self.runner = self._block_runner(http, self.gate)
+        self.mocked = self._block_runner(MockOutbound())  # test cases' mocked blocks only
+
+    def _block_runner(self, http: Outbound, gate: SharedGate | None = None) -> BlockRunner:
+        edge = Edge(gate, self.settings.origins()) if gate is not None else None
+        runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
+                             definitions=self.definitions, limits=self.machine.limits,
+                             script_timeout_ms=self.settings.script_timeout_ms, edge=edge)
+        runner.register("callEndpoint",
+                        CallEndpointExecutor(http, self.store, self.machine.limits, gate))
         # The same executors as the workers, so test runs behave like real ones.
-        register_media_and_ai(self.runner, self.store, settings.media_config(), settings.ai_config())
-        for kind, executor in (extra_executors or {}).items():
-            self.runner.register(kind, executor)
+        register_media_and_ai(runner, self.store, self.settings.media_config(),
+                              self.settings.ai_config())
+        for kind, executor in self.extra_executors.items():
+            runner.register(kind, executor)
+        return runner
 
     def close(self) -> None:
         self.sandbox.close()
 
+    async def aclose(self) -> None:
+        """``close``, then wait until the sandbox's worker processes are gone (a command's
+        event loop must not end with them still running)."""
+        await self.sandbox.aclose()
+
     async def run(self, published: PublishedTool | ToolFailure, *, grant: Grant,
                   inputs: dict[str, Any], variables: dict[str, Any],
-                  start_block: str | None = None, contact: str = "inline") -> InlineRun:
+                  start_block: str | None = None, contact: str = "inline",
+                  mocks: dict[str, Any] | None = None) -> InlineRun:
         """Run ``published`` to its answer. The tree runs in ``grant``'s workspace, whatever
-        the record says: its blocks resolve servers, credentials and tools there."""
+        the record says: its blocks resolve servers, credentials and tools there.
+        ``mocks``: a saved test case's answers (``handlers.registry.mocking``)."""
         pt = published.id if isinstance(published, PublishedTool) else "inline"
         digest, data = "", b""
         if isinstance(published, PublishedTool):
@@ -124,11 +144,16 @@ class InlineRunner:
         for state in t.writes:  # inputs are values here, not templates
             state.variables.update(inputs)
         run = InlineRun(execution_id=exec_id, definition=(digest, data))
+        blocks: BlockRunner | MockedBlocks = self.runner
+        if mocks:
+            blocks = MockedBlocks(self.runner, self.mocked, mocks)
+            run.mocks_used = blocks.used
         timeout = self.machine.limits.tool_timeout_ms / 1000 + 5
-        await asyncio.wait_for(self._drive(t, run), timeout)
+        await asyncio.wait_for(self._drive(t, run, blocks), timeout)
         return run
 
-    async def _drive(self, first: Transition, run: InlineRun) -> None:
+    async def _drive(self, first: Transition, run: InlineRun,
+                     blocks: BlockRunner | MockedBlocks) -> None:
         states: dict[str, ExecState] = {}
         queue: deque[StepMsg] = deque()
         # A retry's next attempt (runtime/retry.py): in this process, it simply waits here.
@@ -138,7 +163,12 @@ class InlineRunner:
                           ) -> list[ExecState | None]:
             return [known or states.get(exec_id) for exec_id, known in wanted]
 
-        run_ahead = RunAhead(self.machine, self._definition, run_block=self._run_block,
+        async def run_block(state: ExecState, block: RunnableBlock,
+                            attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
+            result: Result = await blocks.run(state, block, now_ms())
+            return self.machine.after_run(state, block, result, now_ms(), attempts, since)
+
+        run_ahead = RunAhead(self.machine, self._definition, run_block=run_block,
                              load_states=parents, clock=now_ms)
 
         async def apply(t: Transition | None) -> bool:
@@ -149,8 +179,7 @@ class InlineRunner:
             for state in t.writes:
                 states[state.execId] = state
             queue.extend(t.steps)
-            for due, step in t.delayed:
-                heapq.heappush(delayed, (due, len(delayed), step))
+            _hold(delayed, t.delayed)
             run.trace.extend(t.log)
             for emit in t.emits:
                 if emit.kind == "result":
@@ -162,15 +191,11 @@ class InlineRunner:
         root_id = run.execution_id
         finished = await apply(first)
         while (queue or delayed) and not finished:
-            if not queue:
-                due, _, waiting = heapq.heappop(delayed)
-                await asyncio.sleep(max(0, due - now_ms()) / 1000)
-                queue.append(waiting)
-            step = queue.popleft()
+            step = await _next_step(queue, delayed)
             state = states.get(step.exec_id)
             if state is None or state.status == "done" or state.version != step.version:
                 continue
-            finished = await apply(await self._advance(state, step))
+            finished = await apply(await self._advance(state, step, run_block))
         root = states.get(root_id)
         run.variables = dict(root.variables) if root else {}
 
@@ -178,7 +203,7 @@ class InlineRunner:
         published = self.definitions.get(digest)
         return published.definition if published else None
 
-    async def _advance(self, state: ExecState, step: StepMsg) -> Transition:
+    async def _advance(self, state: ExecState, step: StepMsg, run_block: Any) -> Transition:
         published = self.definitions.get(state.defHash)
         now = now_ms()
         if published is None:
@@ -188,17 +213,29 @@ class InlineRunner:
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
-        return await self._run_block(state, planned, step.attempts, step.since)
-
-    async def _run_block(self, state: ExecState, block: RunnableBlock,
-                         attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
-        result = await self.runner.run(state, block, now_ms())
-        return self.machine.after_run(state, block, result, now_ms(), attempts, since)
+        transition: Transition = await run_block(state, planned, step.attempts, step.since)
+        return transition
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""
         for data in run.executions:
             await self.client.xadd(self.keys.executions, {"data": data})
+
+
+def _hold(delayed: list[tuple[int, int, StepMsg]], steps: list[tuple[int, StepMsg]]) -> None:
+    """Keep a transition's delayed steps (a retry's next attempt) until they are due."""
+    for due, step in steps:
+        heapq.heappush(delayed, (due, len(delayed), step))
+
+
+async def _next_step(queue: deque[StepMsg], delayed: list[tuple[int, int, StepMsg]]) -> StepMsg:
+    """The next step: a queued one, else the earliest delayed one once it is due (in this
+    process a retry's wait simply sleeps: a test run holds its request anyway)."""
+    if queue:
+        return queue.popleft()
+    due, _, step = heapq.heappop(delayed)
+    await asyncio.sleep(max(0, due - now_ms()) / 1000)
+    return step
 
 
 def single_block_definition(block: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from chatflow.runtime.registry import Ref, RegistryState, workspace_of
+from chatflow.runtime.registry.records import record_bytes
 from chatflow.runtime.registry.views import (
     agent_cache,
     credential_cache,
@@ -71,7 +72,7 @@ class Projector:
                     if record is None:
                         pipe.delete(k.tool(ident))
                     else:
-                        pipe.set(k.tool(ident), _json(record))
+                        pipe.set(k.tool(ident), record_bytes(record))
                 elif kind == "server":
                     self._server(pipe, state, ident)
                 elif kind == "credential":
