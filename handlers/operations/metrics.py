@@ -39,6 +39,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.samples import Exemplar
 
+from chatflow.runtime.errors import ErrorCode
 from chatflow.schemas.wire import LlmUsageEvent
 
 from ..keys import Keys, origin_of
@@ -86,34 +87,11 @@ class BoundedLabel:
         return value
 
 
-# Every code a tool can fail with, so each `chatflow_errors_total{code=...}` series exists at 0
-# from a process's start: an alert on one (ChatflowTimeouts: tool_timeout) then has a series to
-# evaluate before the first failure. tests/ops/test_metrics.py checks this list against the codes
-# the runtime's sources raise; a code missing here is still counted, as it comes.
-ERROR_CODES = (
-    # the seed's table and the runtime's guardrails (runtime/errors.py, runtime/limits.py)
-    "tool_not_found", "tool_definition_invalid", "tool_not_published", "tool_block_invalid",
-    "tool_block_type_unknown", "tool_timeout", "tool_loop", "tool_cycle", "tool_depth_exceeded",
-    "tool_invocations_exceeded", "block_not_supported", "execution_cancelled", "internal_error",
-    "invalid_command", "render_too_large", "variables_too_large", "script_result_too_large",
-    # executeScript (runtime/sandbox)
-    "script_error", "script_timeout", "script_memory", "script_syntax", "script_result",
-    # outbound HTTP: httpCall, callEndpoint (runtime/outbound.py, blocks/http.py, endpoint.py)
-    "http_status", "http_timeout", "http_error", "http_invalid_url", "http_tls_error",
-    "http_too_many_redirects", "http_response_too_large", "http_body_too_large",
-    "egress_denied", "secret_origin_mismatch", "endpoint_not_found", "endpoint_server_not_found",
-    "endpoint_server_invalid", "endpoint_body_invalid",
-    # fetchMedia (blocks/media.py)
-    "media_http_status", "media_timeout", "media_invalid_url", "media_unreachable",
-    "media_too_large", "media_bad_response", "media_id_missing", "media_url_missing",
-    "media_token_missing",
-    # callAI (blocks/ai.py, blocks/openai_wire.py)
-    "llm_http_status", "llm_timeout", "llm_invalid_url", "llm_unreachable",
-    "llm_response_too_large", "llm_bad_response", "llm_refused", "llm_output_not_json",
-    "llm_provider_unsupported", "llm_credential_not_found", "llm_credential_no_key",
-    "llm_credential_invalid", "ai_input_missing", "ai_input_invalid", "ai_input_too_large",
-    "ai_output_too_large",
-)
+# Every code a tool can fail with (the rows of runtime/errors.py's table), so each
+# `chatflow_errors_total{code=...}` series exists at 0 from a process's start: an alert on one
+# (ChatflowTimeouts: tool_timeout) then has a series to evaluate before the first failure. A
+# code no row names (a native tool's, a newer worker's) is still counted, as it comes.
+ERROR_CODES = tuple(code.value for code in ErrorCode)
 
 tool_label = BoundedLabel(50)
 # Room for codes this list does not know yet (a native tool's, a newer worker's), then "other".

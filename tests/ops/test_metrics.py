@@ -271,15 +271,18 @@ def test_a_commit_batch_counts_every_metric_and_label_as_one_transition_at_a_tim
 
 
 def _raised_codes() -> set[str]:
-    """Codes the runtime's sources fail with: ToolFailure/ToolError("code", ...) literals and
-    the sandbox's SCRIPT_* constants."""
+    """Codes the runtime's sources fail with: the error table's rows, any
+    ToolFailure/ToolError("code", ...) literal left, and the sandbox's SCRIPT_* constants."""
     import ast
     from pathlib import Path
 
     from chatflow.runtime.sandbox import _types
 
     root = Path(__file__).resolve().parents[2]
+    from chatflow.runtime.errors import ErrorCode
+
     codes = {v for k, v in vars(_types).items() if k.startswith("SCRIPT_")}
+    codes |= {code.value for code in ErrorCode}
     for path in [*root.joinpath("runtime").rglob("*.py"), *root.joinpath("handlers").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
