@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,16 +23,7 @@ from chatflow.handlers.cli.main import main
 from chatflow.handlers.operations import logging as logging_setup
 from chatflow.handlers.operations.embedded import free_port
 from chatflow.handlers.settings import Settings
-
-CHATFLOW = str(Path(sys.executable).with_name("chatflow"))
-
-
-def clean_env() -> dict[str, str]:
-    """A new user's shell: no REDIS_URL, no CHATFLOW_* (the suite's CHATFLOW_UP_FILE=0 too)."""
-    env = {k: v for k, v in os.environ.items()
-           if k != "REDIS_URL" and not k.startswith("CHATFLOW_")}
-    env.update(CHATFLOW_METRICS_PORT="0", CHATFLOW_LOG_FORMAT="json")
-    return env
+from tests.support.up import CHATFLOW, clean_env, start_up
 
 
 @dataclass
@@ -55,36 +44,21 @@ class Up:
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     running = Up(tmp_path_factory.mktemp("first-hour"))
     (running.cwd / "sub" / "deeper").mkdir(parents=True)
-    proc = subprocess.Popen([CHATFLOW, "up", "--port", str(free_port()), "--api-port", "0"],
-                            cwd=running.cwd, env=clean_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
 
-    def read() -> None:
-        for line in proc.stderr or []:
-            if line.startswith("API on ") and running.first_answer is None:
-                # At once, on this thread, before the next line is read: no retry, no wait.
-                running.api = line.split()[2]
-                try:
-                    running.first_answer = httpx.get(running.api + "/openapi.json",
-                                                     timeout=30).status_code
-                except httpx.TransportError:
-                    running.first_answer = -1
-            running.lines.append(line)
-            lines.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        line = ""
-        while not line.startswith("ready. try: "):
+    def answer_at_once(line: str) -> None:
+        if line.startswith("API on ") and running.first_answer is None:
+            # At once, on the reading thread, before the next line is read: no retry, no wait.
+            running.api = line.split()[2]
             try:
-                line = lines.get(timeout=120)
-            except queue.Empty:
-                pytest.fail("chatflow up was not ready in 120 s:\n" + "".join(running.lines))
+                running.first_answer = httpx.get(running.api + "/openapi.json",
+                                                 timeout=30).status_code
+            except httpx.TransportError:
+                running.first_answer = -1
+
+    with start_up(running.cwd, port=free_port(), api_port=0, ready=("ready. try: ",),
+                  on_line=answer_at_once) as started:
+        running.lines = started.lines
         yield running
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_up_says_its_api_url_only_once_a_request_sent_at_that_moment_is_answered(up: Up) -> None:

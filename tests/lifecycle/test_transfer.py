@@ -5,17 +5,10 @@ same test results."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from chatflow.handlers.operations.embedded import free_port
@@ -23,8 +16,8 @@ from tests.api.support import Api
 from tests.lifecycle.conftest import Shell
 from tests.registry.defs import call_endpoint, call_tool, definition, ret, to
 from tests.support.http import LoopbackServer
+from tests.support.up import Up, start_up
 
-CHATFLOW = str(Path(sys.executable).with_name("chatflow"))
 SECRET = "Bearer src-secret-5e1f"
 EP_SECRET = "ep-secret-77aa"
 LLM_KEY = "sk-src-llm-0b3c"
@@ -138,70 +131,13 @@ def _pt(out: Path, tool_id: str) -> str:
     return str(json.loads((out / f"tools/{tool_id}.json").read_text())["publishedToolId"])
 
 
-@dataclass
-class Up:
-    cwd: Path
-    port: int
-    api_port: int
-    env: dict[str, str]
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def data(self) -> Path:
-        return self.cwd / ".chatflow" / "valkey"
-
-    @property
-    def url(self) -> str:
-        password = (self.data / "valkey.password").read_text().strip()
-        return f"redis://default:{password}@127.0.0.1:{self.port}/0"
-
-    def admin(self) -> httpx.Client:
-        token = (self.data / "admin-api-key").read_text().strip()
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.api_port}/api", timeout=60,
-                            headers={"Authorization": f"Bearer {token}"},
-                            transport=httpx.HTTPTransport(retries=8))
-
-    def chatflow(self, *argv: str, extra: dict[str, str] | None = None
-                 ) -> subprocess.CompletedProcess[str]:
-        env = {**self.env, "REDIS_URL": self.url, **(extra or {}),
-               "CHATFLOW_ENCRYPTION_KEY": (self.data / "encryption.key").read_text().strip()}
-        return subprocess.run([CHATFLOW, *argv], env=env, capture_output=True, text=True,
-                              timeout=120)
-
-
 @pytest.fixture
 def up(tmp_path: Path) -> Iterator[Up]:
     """A fresh `chatflow up` (no examples: an empty workspace) in an empty folder."""
-    env = {k: v for k, v in os.environ.items()
-           if k != "REDIS_URL" and not k.startswith("CHATFLOW_")}
-    env.update(CHATFLOW_METRICS_PORT="0", CHATFLOW_LOG_FORMAT="json",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     cwd = tmp_path / "deployment"
     cwd.mkdir()
-    running = Up(cwd, free_port(), free_port(), env)
-    proc = subprocess.Popen([CHATFLOW, "up", "--no-examples", "--port", str(running.port),
-                             "--api-port", str(running.api_port)], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        for line in proc.stderr or []:
-            running.lines.append(line)
-            lines.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        waiting = {"worker started", "API on http://"}
-        while waiting:
-            try:
-                line = lines.get(timeout=120)
-            except queue.Empty:
-                pytest.fail("chatflow up did not start:\n" + "".join(running.lines[-20:]))
-            waiting = {w for w in waiting if w not in line}
+    with start_up(cwd, "--no-examples", port=free_port(), api_port=free_port()) as running:
         yield running
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def results(report: dict[str, Any]) -> list[tuple[str, bool, str, Any]]:
@@ -220,7 +156,7 @@ async def test_a_round_trip_into_a_fresh_chatflow_up_gives_the_same_definitions_
     again = up.chatflow("import", str(out), "--publish", extra=ENV)
     assert {line.split()[0] for line in again.stdout.splitlines()[:-1]} == {"unchanged"}
 
-    with up.admin() as there:
+    with up.admin(retries=8) as there:
         for tool_id in ("t-child", "t-main"):
             mine = await api.ok("GET", f"/tools/{tool_id}")
             theirs = there.get(f"/tools/{tool_id}").json()

@@ -7,90 +7,32 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import shlex
 import shutil
 import stat
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 
 from chatflow.handlers.operations.embedded import free_port
+from tests.support.up import CHATFLOW, Up, start_up
 
 ROOT = Path(__file__).resolve().parents[2]
-CHATFLOW = str(Path(sys.executable).with_name("chatflow"))
 PRODUCER_TIMEOUT_S = 60
-
-
-@dataclass
-class Up:
-    cwd: Path
-    port: int
-    api_port: int
-    env: dict[str, str]
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def data(self) -> Path:
-        return self.cwd / ".chatflow" / "valkey"  # up's default --data-dir, as the README says
-
-    @property
-    def url(self) -> str:
-        password = (self.data / "valkey.password").read_text().strip()
-        return f"redis://default:{password}@127.0.0.1:{self.port}/0"
-
-    def admin(self) -> httpx.Client:
-        token = (self.data / "admin-api-key").read_text().strip()
-        # No retries: `up` says "API on ..." (the fixture waits for it) once the API answers.
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.api_port}/api", timeout=30,
-                            headers={"Authorization": f"Bearer {token}"})
-
-
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("REDIS_URL", "CHATFLOW_ENCRYPTION_KEY") and not k.startswith("CHATFLOW_")}
-    env.update(CHATFLOW_METRICS_PORT="0", CHATFLOW_LOG_FORMAT="json",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    return env
 
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     """One `chatflow up` (examples, API, embedded Valkey) started in an empty folder."""
-    running = Up(tmp_path_factory.mktemp("up"), free_port(), free_port(), clean_env())
-    proc = subprocess.Popen([CHATFLOW, "up", "--port", str(running.port), "--api-port",
-                             str(running.api_port)], cwd=running.cwd, env=running.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            umask=0o022)  # a shell's usual umask: files would be 0644
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:  # every line is kept, after start-up too: failures quote them
-        for line in proc.stderr or []:
-            running.lines.append(line)
-            lines.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        waiting = {"worker started", "API on http://"}
-        while waiting:
-            try:
-                line = lines.get(timeout=90)
-            except queue.Empty:
-                pytest.fail("chatflow up did not start in 90 s:\n" + "".join(running.lines[-20:]))
-            waiting = {w for w in waiting if w not in line}
+    with start_up(tmp_path_factory.mktemp("up"), port=free_port(), api_port=free_port(),
+                  umask=0o022,  # a shell's usual umask: files would be 0644
+                  timeout_s=90) as running:
         yield running
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_up_makes_an_encryption_key_beside_its_valkey_password_readable_only_by_its_owner(
