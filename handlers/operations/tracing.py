@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     NonRecordingSpan,
     SpanContext,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("chatflow.tracing")
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+SCOPE = InstrumentationScope("chatflow")  # the instrumentation scope of the SDK spans made here
 _TREES_REMEMBERED = 4096  # trees whose context a process keeps (a dict, then cleared)
 _HEADER_MAX = 512  # a traceparent is 55 characters; W3C caps a tracestate at 512
 
@@ -232,6 +234,7 @@ class LiveSpans:
 
 __all__ = [
     "SAMPLERS",
+    "SCOPE",
     "Tracing",
     "TreeTrace",
     "call_span_id",

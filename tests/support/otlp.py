@@ -37,6 +37,11 @@ def _value(v: AnyValue) -> Any:
     return getattr(v, kind) if kind else None
 
 
+def attributes_of(span: Any) -> dict[str, Any]:
+    """A protobuf span's (or event's) attributes as a mapping."""
+    return {a.key: _value(a.value) for a in span.attributes}
+
+
 @dataclass(frozen=True)
 class ReceivedSpan:
     trace_id: str
@@ -86,7 +91,7 @@ class Receiver:
                     for s in ss.spans:
                         self.spans.append(ReceivedSpan(
                             s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
-                            s.kind, {a.key: _value(a.value) for a in s.attributes},
+                            s.kind, attributes_of(s),
                             s.status.code, s.start_time_unix_nano, s.end_time_unix_nano,
                             str(service), tuple(e.name for e in s.events),
                             s.SerializeToString(deterministic=True)))
