@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow test-uvloop lint lint-js js-tools typecheck bench instructions chaos chaos-short up screenshots
+.PHONY: install test test-slow test-uvloop lint lint-js js-tools typecheck docs docs-serve bench instructions chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -19,7 +19,7 @@ test-uvloop:
 	CHATFLOW_TEST_EVENT_LOOP=uvloop $(PY) -m pytest -q tests/core tests/robustness tests/security tests/sandbox
 
 lint: lint-js
-	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench examples deploy
+	$(PY) -m ruff check runtime handlers schemas chatflow_agent tests bench examples deploy docs/hooks
 
 # The Studio's JavaScript: ESLint (eslint.config.js: every function at most 80 lines) and the
 # JSDoc type check (tsc --checkJs, tsconfig.json). The Studio itself needs no Node; these checks
@@ -41,6 +41,14 @@ typecheck:
 	mkdir -p .typecheck/chatflow
 	for d in runtime handlers schemas examples; do ln -sfn ../../$$d .typecheck/chatflow/$$d; done
 	$(PY) -m mypy
+
+# The docs site (mkdocs.yml; the `docs` extra): strict, so a broken link or anchor fails it.
+# NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about a future MkDocs 2.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve:
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 bench:
 	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2

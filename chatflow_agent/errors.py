@@ -1,15 +1,31 @@
-"""The SDK's error tree: catch ``ChatflowAgentError`` to catch them all."""
+"""The SDK's error tree: catch ``ChatflowAgentError`` to catch them all.
+
+One root, each kind under it, each a "Raised when..." line (the runtime's own root is
+``chatflow.runtime.errors.ChatflowError``; no class name is used on both sides):
+
+* ``SettingsError``: an environment variable the SDK reads.
+* ``ToolError``: defining a tool (``ToolSchemaError``) or calling it (``ToolExecutionError``,
+  ``ToolArgumentsError``).
+* ``ProviderError``: a model provider (``ProviderConfigError``, ``ProviderHTTPError``,
+  ``ProviderResponseError``).
+* ``OutputValidationError``, ``MaxTurnsExceeded``, ``UsageLimitExceeded``: an agent's run.
+* ``RuntimeUnavailable``, ``ResultTimeout``: the chatflow runtime, reached through Redis
+  (``runtime_client``); ``RuntimeToolsError`` (``runtime_tools``), ``MCPError`` (``mcp``) and
+  ``TestModelError`` (``testing``) live beside the code that raises them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from chatflow.schemas.renamed import renamed
 
 
 class ChatflowAgentError(Exception):
     """Raised when anything in the chatflow_agent SDK fails; the root of its errors."""
 
 
-class ConfigurationError(ChatflowAgentError):
+class SettingsError(ChatflowAgentError):
     """Raised when an environment variable the SDK reads holds a value it cannot use."""
 
 
@@ -75,15 +91,29 @@ class UsageLimitExceeded(ChatflowAgentError):
         self.usage = usage
 
 
+class RuntimeUnavailable(ChatflowAgentError):
+    """Raised when the runtime's Redis URL is not a Redis URL."""
+
+
+class ResultTimeout(ChatflowAgentError, TimeoutError):
+    """Raised when a command's result does not arrive on its reply stream in time."""
+
+
+# Names kept for one release: importing one warns and gives the new class.
+__getattr__ = renamed(__name__, {"ConfigurationError": "SettingsError"}, globals())
+
+
 __all__ = [
     "ChatflowAgentError",
-    "ConfigurationError",
     "MaxTurnsExceeded",
     "OutputValidationError",
     "ProviderConfigError",
     "ProviderError",
     "ProviderHTTPError",
     "ProviderResponseError",
+    "ResultTimeout",
+    "RuntimeUnavailable",
+    "SettingsError",
     "ToolArgumentsError",
     "ToolError",
     "ToolExecutionError",

@@ -1,7 +1,7 @@
 """Function specs for the runtime's tools: pure code, no I/O.
 
 A published custom tool with ``enabledForAI`` is a function a model can call
-(seed "Native vs custom" and "Descrição: dois campos, um fallback"):
+(docs/agents.md: native and custom tools, and a description with one fallback):
 
 * its name is the definition's ``slug``;
 * its description is ``definition.description``, else the tool's own
@@ -38,7 +38,7 @@ _JSON_TEXT_HINT = "JSON text."
 
 
 def function_description(tool_description: str | None, definition: Mapping[str, Any]) -> str:
-    """Seed "Descrição": definition.description, else Tool.description, plus returnDescription.
+    """A tool's description: definition.description, else Tool.description, plus returnDescription.
 
     The same rule as the registry's agent cache (runtime/registry/views.py).
     """

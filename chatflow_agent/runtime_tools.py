@@ -35,8 +35,8 @@ from chatflow.schemas.native import NativeCall, NativeResult
 from chatflow.schemas.wire import ExecuteToolCommand
 
 from .core.contracts import AgentTool
-from .errors import ChatflowAgentError, ToolExecutionError, ToolSchemaError
-from .runtime_client import Client, ResultTimeout, execute, last_id, make_client, wait_for
+from .errors import ChatflowAgentError, ResultTimeout, ToolExecutionError, ToolSchemaError
+from .runtime_client import ProducerClient, execute, last_id, make_client, wait_for
 from .runtime_specs import RuntimeToolSpec, agent_cache_spec, custom_tool_spec, native_spec
 from .schema.declarations import ProviderDeclarations
 from .tools import Tool
@@ -69,7 +69,7 @@ class RuntimeConnection:
         self.variables = dict(variables or {})
 
     @contextlib.asynccontextmanager
-    async def connected(self) -> AsyncIterator[Client]:
+    async def connected(self) -> AsyncIterator[ProducerClient]:
         """A client for one operation, closed (with its connections) at the end."""
         client = make_client(self.url, cluster=self.cluster)
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import ConfigurationError, ProviderConfigError
+from .errors import ProviderConfigError, SettingsError
 
 TOOL_THREADS = "CHATFLOW_AGENT_TOOL_THREADS"
 
@@ -48,6 +48,6 @@ def tool_threads(default: int) -> int:
     except ValueError:
         count = 0
     if count < 1:
-        raise ConfigurationError(f"{TOOL_THREADS} must be a whole number of at least 1, "
-                                 f"not {text!r}")
+        raise SettingsError(f"{TOOL_THREADS} must be a whole number of at least 1, "
+                            f"not {text!r}")
     return count

@@ -5,7 +5,10 @@ a message: :func:`redact` hides them."""
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from collections.abc import Awaitable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, cast
 
 import hiredis
 import redis.asyncio as aioredis
@@ -16,9 +19,155 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.runtime.masking import mask_url
+from chatflow_agent.runtime_client import Entry, Key, ProducerClient, StreamReply, Value
 
-Client = Any  # redis.asyncio.Redis | RedisCluster: both speak the commands we use
-Entry = tuple[bytes, dict[bytes, bytes]]  # one stream entry as XREADGROUP returns it: (id, fields)
+__all__ = ["Client", "Entry", "Key", "Pipeline", "Script", "StreamReply", "Value"]
+
+
+class Script(Protocol):
+    """A Lua script registered with ``register_script``: EVALSHA, loading it on NOSCRIPT."""
+
+    sha: str
+
+    def __call__(self, keys: Sequence[Key] | None = None,
+                 args: Sequence[Value] | None = None) -> Awaitable[Any]: ...
+
+
+class Pipeline(Protocol):
+    """A non-transactional pipeline: commands are queued, ``execute`` sends them and answers
+    each command's reply, in order."""
+
+    async def __aenter__(self) -> Pipeline: ...
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+
+    def execute_command(self, *args: Value) -> Pipeline: ...
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Value) -> Pipeline: ...
+
+    def get(self, name: Key) -> Pipeline: ...
+
+    def set(self, name: Key, value: Value, ex: int | None = None) -> Pipeline: ...
+
+    def delete(self, *names: Key) -> Pipeline: ...
+
+    def hgetall(self, name: Key) -> Pipeline: ...
+
+    def hset(self, name: Key, key: Key | None = None, value: Value | None = None,
+             mapping: Mapping[str, Value] | None = None) -> Pipeline: ...
+
+    def hdel(self, name: Key, *keys: Key) -> Pipeline: ...
+
+    def hincrby(self, name: Key, key: Key, amount: int = 1) -> Pipeline: ...
+
+    def expire(self, name: Key, time: int) -> Pipeline: ...
+
+    def pexpire(self, name: Key, time: int) -> Pipeline: ...
+
+    def sadd(self, name: Key, *values: Value) -> Pipeline: ...
+
+    def zadd(self, name: Key, mapping: Mapping[str, Value], xx: bool = False) -> Pipeline: ...
+
+    def zrem(self, name: Key, *values: Value) -> Pipeline: ...
+
+    def zcard(self, name: Key) -> Pipeline: ...
+
+    def zrange(self, name: Key, start: int, end: int, withscores: bool = False) -> Pipeline: ...
+
+    def xlen(self, name: Key) -> Pipeline: ...
+
+    def xadd(self, name: Key, fields: Mapping[str, Value], id: Key = "*",
+             maxlen: int | None = None, approximate: bool = True) -> Pipeline: ...
+
+    def xtrim(self, name: Key, maxlen: int | None = None, approximate: bool = True,
+              minid: Key | None = None) -> Pipeline: ...
+
+    def xrange(self, name: Key, min: Key = "-", max: Key = "+",
+               count: int | None = None) -> Pipeline: ...
+
+    def xack(self, name: Key, groupname: Key, *ids: Key) -> Pipeline: ...
+
+    def xdel(self, name: Key, *ids: Key) -> Pipeline: ...
+
+    def xinfo_groups(self, name: Key) -> Pipeline: ...
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]: ...
+
+
+class Client(ProducerClient, Protocol):
+    """The commands the handlers send (beyond the producer's), typed as a client made with
+    ``decode_responses=False`` answers them: redis.asyncio's ``Redis`` and ``RedisCluster``
+    both; tests/test_redis_types.py checks that they have each. Made by
+    :func:`make_client`, the one place that builds one."""
+
+    async def ping(self) -> bool: ...
+
+    async def info(self, section: str | None = None) -> dict[str, Any]: ...
+
+    async def set(self, name: Key, value: Value, ex: int | None = None,
+                  nx: bool = False) -> bool | None: ...
+
+    async def delete(self, *names: Key) -> int: ...
+
+    async def exists(self, *names: Key) -> int: ...
+
+    async def hgetall(self, name: Key) -> dict[bytes, bytes]: ...
+
+    async def hset(self, name: Key, key: Key | None = None, value: Value | None = None,
+                   mapping: Mapping[str, Value] | None = None) -> int: ...
+
+    async def sadd(self, name: Key, *values: Value) -> int: ...
+
+    async def srem(self, name: Key, *values: Value) -> int: ...
+
+    async def smembers(self, name: Key) -> builtins.set[bytes]: ...
+
+    async def sismember(self, name: Key, value: Value) -> bool | int: ...
+
+    async def scard(self, name: Key) -> int: ...
+
+    async def zrem(self, name: Key, *values: Value) -> int: ...
+
+    async def zrange(self, name: Key, start: int, end: int,
+                     withscores: bool = False) -> list[Any]: ...
+
+    async def zrangebyscore(self, name: Key, min: Value, max: Value, start: int | None = None,
+                            num: int | None = None) -> list[bytes]: ...
+
+    async def xlen(self, name: Key) -> int: ...
+
+    async def xack(self, name: Key, groupname: Key, *ids: Key) -> int: ...
+
+    async def xdel(self, name: Key, *ids: Key) -> int: ...
+
+    async def xtrim(self, name: Key, maxlen: int | None = None, approximate: bool = True,
+                    minid: Key | None = None) -> int: ...
+
+    async def xgroup_create(self, name: Key, groupname: Key, id: Key = "$",
+                            mkstream: bool = False) -> bool: ...
+
+    async def xinfo_groups(self, name: Key) -> list[dict[str, Any]]: ...
+
+    async def xinfo_stream(self, name: Key) -> dict[str, Any]: ...
+
+    async def xpending(self, name: Key, groupname: Key) -> dict[str, Any]: ...
+
+    async def xpending_range(self, name: Key, groupname: Key, min: Key, max: Key, count: int,
+                             consumername: Key | None = None,
+                             idle: int | None = None) -> list[dict[str, Any]]: ...
+
+    async def xclaim(self, name: Key, groupname: Key, consumername: Key, min_idle_time: int,
+                     message_ids: Sequence[Key], idle: int | None = None,
+                     justid: bool = False) -> list[Any]: ...
+
+    async def eval(self, script: str, numkeys: int, *keys_and_args: Value) -> Any: ...
+
+    async def script_load(self, script: str) -> str: ...
+
+    def register_script(self, script: str) -> Script: ...
+
+    def pipeline(self, transaction: bool = True) -> Pipeline: ...
 
 
 # ``url`` with its password replaced by ``***`` (user name kept), for messages: the one
@@ -90,7 +239,7 @@ async def send_all(client: Client, commands: list[Command]) -> list[Any]:
             for command in commands:
                 pipe.execute_command(*command)
             return list(await pipe.execute())
-    pool = client.connection_pool
+    pool: Any = cast(aioredis.Redis, client).connection_pool  # redis-py leaves it untyped
     conn = await pool.get_connection()
 
     async def attempt() -> list[Any]:
@@ -130,15 +279,16 @@ def make_client(url: str, *, cluster: bool = False, max_connections: int = 256,
     extra: dict[str, Any] = {} if read_timeout_s is None else {"socket_timeout": read_timeout_s}
     try:
         if cluster:
-            return RedisCluster.from_url(url, decode_responses=False,
-                                         max_connections=max_connections, **extra)
-        return _hiredis_packing(aioredis.Redis.from_url(url, decode_responses=False,
-                                                        max_connections=max_connections,
-                                                        **extra))
+            made: Any = RedisCluster.from_url(url, decode_responses=False,
+                                              max_connections=max_connections, **extra)
+        else:
+            made = _hiredis_packing(aioredis.Redis.from_url(
+                url, decode_responses=False, max_connections=max_connections, **extra))
     except ValueError as exc:
         raise ConfigurationError(
             f"REDIS_URL {redact(url)!r} is not a Redis URL; expected "
             "redis://[[USER]:PASSWORD@]host:port/db") from exc
+    return cast(Client, made)  # redis-py's own types answer bytes | str: ours say bytes
 
 
 def is_auth_refusal(exc: BaseException) -> bool:

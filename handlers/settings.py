@@ -8,7 +8,9 @@ Outbound, the sandbox's child environment). The SDK has its own single reader,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import re
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
 from glob import escape
 from typing import TYPE_CHECKING, Literal
@@ -195,6 +197,15 @@ class Settings(BaseSettings):
     # The worker exports the spans of finished executions (the tracing projection); false
     # leaves that to `chatflow projections run` processes.
     tracing_projection: bool = True
+    # Key rotation (docs/security.md): comma-separated keys, the current one first; older
+    # ones only decrypt. encryption_key, when set too, is an older key after these.
+    encryption_keys: str | None = None
+    # Saved test cases (docs/registry.md "Test cases"): how many a tool, a workspace and
+    # one API key may hold, and how large one may be (its JSON).
+    tests_max_per_tool: int = Field(default=100, ge=1)
+    tests_max_per_workspace: int = Field(default=2000, ge=1)
+    tests_max_per_key: int = Field(default=1000, ge=1)
+    tests_max_case_bytes: int = Field(default=256 * 1024, ge=1024)
     # The one variable the V8 sandbox's worker processes inherit (docs/sandbox.md): where
     # Python imports chatflow from, when that is not site-packages.
     pythonpath: str = Field(default="", validation_alias=AliasChoices("PYTHONPATH", "pythonpath"))
@@ -210,6 +221,12 @@ class Settings(BaseSettings):
         if self.otel_endpoint:
             return self.otel_endpoint.rstrip("/") + "/v1/traces"
         return ""
+    def encryption_key_list(self) -> list[str]:
+        """Every key secrets may be under, the current one (the one that encrypts) first."""
+        keys = _items(self.encryption_keys or "")
+        if self.encryption_key and self.encryption_key not in keys:
+            keys.append(self.encryption_key)
+        return keys
 
     def allowed_hosts(self) -> list[str]:
         return _items(self.api_allowed_hosts) or ["*"]
@@ -309,6 +326,18 @@ def configured_redis_url() -> str | None:
         return Settings().redis_url
     except ValidationError:
         return None
+
+
+# What an import file may name as a secret placeholder ({"secret": "NAME"}): only these are
+# read, so a file cannot pull REDIS_URL or the encryption key into a header it sends out.
+SECRET_PLACEHOLDER = re.compile(r"CHATFLOW_SECRET_[A-Z0-9_]{1,200}")
+
+
+def secret_values(names: Iterable[str]) -> dict[str, str]:
+    """The environment's values of the placeholder ``names`` that are set (``chatflow
+    import``); a name outside :data:`SECRET_PLACEHOLDER` is never read."""
+    return {name: os.environ[name] for name in names
+            if SECRET_PLACEHOLDER.fullmatch(name) and name in os.environ}
 
 
 def _items(value: str) -> list[str]:

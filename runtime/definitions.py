@@ -40,7 +40,8 @@ class DefinitionCache:
             self._items.popitem(last=False)
 
     def parse(self, pt: str, raw: bytes | None) -> tuple[PublishedTool, str, bytes] | ToolFailure:
-        """The published tool stored under ``tool:{pt}``, or the seed's load failure."""
+        """The published tool stored under ``tool:{pt}``, or its load failure
+        (``tool_not_found``, ``tool_definition_invalid``: the contract in docs/spec.md)."""
         if raw is None:
             return errors.tool_not_found(pt)
         # ``_digest`` and ``get`` inline for a text seen before: every command and every

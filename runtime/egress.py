@@ -35,6 +35,8 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .errors import ChatflowError
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -66,8 +68,8 @@ PRODUCTION_GUARDED: tuple[str, ...] = (
 PROFILES = ("development", "production")
 
 
-class EgressDenied(Exception):
-    """A destination the policy refuses; ``str(exc)`` says which rule."""
+class EgressDenied(ChatflowError):
+    """Raised when the policy refuses a destination; ``str(exc)`` says which rule."""
 
 
 def _split(spec: str | Iterable[str] | None) -> list[str]:

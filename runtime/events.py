@@ -12,9 +12,9 @@ import msgspec
 
 from chatflow.schemas.wire import (
     DebugEvent,
+    ErrorInfo,
     ScopedExecutionEvent,
     ToolBlockDebugEvent,
-    ToolError,
     ToolExecutionStreamEvent,
     ToolResult,
 )
@@ -109,7 +109,7 @@ def iso(ms: int) -> str:
 
 
 def tool_result(
-    root: RootInfo, *, execution_id: str, result: str, error: ToolError | None, now: int
+    root: RootInfo, *, execution_id: str, result: str, error: ErrorInfo | None, now: int
 ) -> ToolResult:
     """Apply the executeTool action's outputVariable/onError semantics (SPEC: ToolResult)."""
     action = root.action
@@ -140,7 +140,7 @@ def result_emit(root: RootInfo, result: ToolResult) -> Emit:
     return Emit("result", root.replyTo or "", _enc.encode(result), result.ok)
 
 
-def execution_emit(state: ExecState, ok: bool, error: ToolError | None, now: int) -> Emit:
+def execution_emit(state: ExecState, ok: bool, error: ErrorInfo | None, now: int) -> Emit:
     # Positional, in the struct's field order: two of these per one-hop execution.
     code = error.code if error else None
     duration = now - state.startedMs

@@ -17,12 +17,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from .errors import ChatflowError
+
 _TOKEN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 CONTEXT_ROOTS = frozenset({"router", "flow", "contact"})
 _MISSING = object()
 
 
-class RenderTooLarge(ValueError):
+class RenderTooLarge(ChatflowError, ValueError):
     """Raised when a rendered template would exceed the configured size cap."""
 
 
@@ -158,7 +160,7 @@ def render(
     return "".join(out)
 
 
-class UnsafeUrlTemplate(ValueError):
+class UnsafeUrlTemplate(ChatflowError, ValueError):
     """Raised when a URL template would take its scheme, host or port from a variable."""
 
 

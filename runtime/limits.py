@@ -1,4 +1,5 @@
-"""The seed's guardrails. Defaults match the seed; each is configurable via Limits.
+"""The runtime's guardrails: by default a 30 s deadline for the whole tree, 50 hops and depth
+5 (the contract's error texts name them, docs/spec.md); each is configurable via Limits.
 
 Also the bounds on what one execution stores (docs/security.md, "What an execution
 stores"): its variables, a script's result, and each value the event log records.
@@ -12,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import ToolFailure
+from .errors import ErrorCode, ToolFailure
 from .state import LogEntry
 
 TOOL_TIMEOUT_MS = 30_000
@@ -49,9 +50,7 @@ def json_size(value: Any) -> int:
 
 
 def script_result_too_large(size: int, cap: int) -> ToolFailure:
-    return ToolFailure("script_result_too_large",
-                       f"script result of {size} bytes exceeds the limit of {cap} bytes "
-                       "(script_result_max_bytes): return less, or raise the limit")
+    return ErrorCode.SCRIPT_RESULT_TOO_LARGE.failure(size=size, cap=cap)
 
 
 def variables_over(variables: Mapping[str, Any], writes: Mapping[str, Any],
@@ -66,10 +65,7 @@ def variables_too_large(size: int, cap: int) -> ToolFailure | None:
     """``variables_too_large`` when variables of ``size`` JSON bytes exceed ``cap``."""
     if size <= cap:
         return None
-    return ToolFailure("variables_too_large",
-                       f"the execution's variables would take {size} bytes, over the limit of "
-                       f"{cap} bytes (variables_max_bytes): keep less in variables, or raise "
-                       "the limit")
+    return ErrorCode.VARIABLES_TOO_LARGE.failure(size=size, cap=cap)
 
 
 def loggable(value: Any, cap: int) -> Any:

@@ -29,7 +29,7 @@ from chatflow.schemas.definition import (
     ToolDefinition,
     UnknownBlock,
 )
-from chatflow.schemas.wire import ExecuteToolCommand, ToolError
+from chatflow.schemas.wire import ErrorInfo, ExecuteToolCommand
 
 from . import errors
 from .conditions import pick_target
@@ -52,8 +52,8 @@ from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, 
 DEADLINE_SLACK_MS = 5
 
 
-def _err(failure: ToolFailure) -> ToolError:
-    return ToolError(failure.code, failure.message)
+def _err(failure: ToolFailure) -> ErrorInfo:
+    return ErrorInfo(failure.code, failure.message)
 
 
 def variables_of(state: ExecState) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -98,7 +98,7 @@ class Machine:
                                      max_chars=self.limits.max_rendered_chars)
                       for m in cmd.action.inputVariables}
         except RenderTooLarge as exc:  # an input bomb: this command's error, not the batch's
-            inputs, published = {}, ToolFailure("render_too_large", f"inputVariables: {exc}")
+            inputs, published = {}, errors.render_too_large(f"inputVariables: {exc}")
         if not isinstance(published, ToolFailure) and published.forCommand not in (None, cmd.commandId):
             # A record made for one command (a fork's) starts for that command only; the
             # commandId guard makes that one execution (runtime/tenancy.py).
@@ -167,7 +167,7 @@ class Machine:
                 value = render(block.value, state.variables, state.context,
                                max_chars=self.limits.max_rendered_chars)
             except RenderTooLarge as exc:  # run-ahead plans too: a bomb must not fail the batch
-                return self._fail(_own(state), ToolFailure("render_too_large", str(exc)), now, into)
+                return self._fail(_own(state), errors.render_too_large(exc), now, into)
             t = Transition((state.execId, state.version)) if into is None else into
             if state.debug:
                 t.emits.append(block_debug(state, block.id, "return", {"result": value}, None,
@@ -274,7 +274,9 @@ class Machine:
                 return self._after_block(state, block, outcome, now, into, merged=True)
             outcome = BlockOutcome({block.outputVariable: ""}, over, {}, child.durationMs, [])
         else:
-            error = child.error or ToolError("internal_error", "child failed without an error")
+            error = child.error or _err(errors.internal_error("child failed without an error"))
+            # The child's failure is this callTool block's, so its onError applies: never
+            # fatal here (a fatal one ended the whole tree and never reaches a parent).
             outcome = BlockOutcome({block.outputVariable: ""},
                                    ToolFailure(error.code, error.message), {},
                                    child.durationMs, [])
@@ -398,7 +400,7 @@ class Machine:
             return t
         return self._answer(state, result, error, now, t)
 
-    def _answer(self, state: ExecState, result: str, error: ToolError | None, now: int,
+    def _answer(self, state: ExecState, result: str, error: ErrorInfo | None, now: int,
                 t: Transition) -> Transition:
         res = tool_result(state.root, execution_id=state.rootId, result=result, error=error,
                           now=now)

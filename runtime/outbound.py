@@ -37,7 +37,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from . import egress
-from .errors import ToolFailure
+from .errors import ErrorCode, ToolFailure
 from .origins import parse_url
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -247,8 +247,8 @@ class Outbound:
             # before calling needs no second read for a request sent at once.
             if (wanted is not None and (waited or wanted.always)
                     and not await wanted.check()):
-                raise ToolFailure("execution_cancelled", f"{method} {url}: não enviado: a "
-                                  "execução já foi respondida (cancelada ou expirada)")
+                raise ErrorCode.EXECUTION_CANCELLED.failure(
+                    f"{method} {url} não enviado: a execução já foi respondida")
             left = max(0.001, timeout_s - (time.monotonic() - started)) if waited else timeout_s
             cap = self.max_body_bytes if max_bytes is None else max_bytes
             return await self._send(method, url, headers, content, left, cap,
@@ -262,8 +262,8 @@ class Outbound:
             async with asyncio.timeout(timeout_s):
                 await self._gate.acquire()
         except TimeoutError as exc:
-            raise ToolFailure("http_timeout", f"{method} {url}: sem resposta em {timeout_s:.1f}s "
-                                              "(todas as conexões ocupadas)") from exc
+            raise ErrorCode.HTTP_TIMEOUT.failure("todas as conexões ocupadas",
+                                                 what=f"{method} {url}", seconds=timeout_s) from exc
         finally:
             self.queued -= 1
 
@@ -291,21 +291,19 @@ class Outbound:
                                if k.lower() not in ("content-type", "content-length")}
                 target = following
             else:
-                raise ToolFailure("http_too_many_redirects",
-                                  f"{what}: mais de {max_redirects} redirecionamentos")
+                raise ErrorCode.HTTP_TOO_MANY_REDIRECTS.failure(what=what,
+                                                                max_redirects=max_redirects)
             body = await _read_capped(response, max_bytes, what)
         except egress.EgressDenied as exc:
-            raise ToolFailure("egress_denied", f"{what}: egress bloqueado: {exc}") from exc
+            raise ErrorCode.EGRESS_DENIED.failure(what=what, cause=exc) from exc
         except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too
-            raise ToolFailure("http_timeout", f"{what}: sem resposta em {timeout_s:.1f}s") from exc
+            raise ErrorCode.HTTP_TIMEOUT.failure(what=what, seconds=timeout_s) from exc
         except aiohttp.ClientConnectorCertificateError as exc:
-            raise ToolFailure("http_tls_error", f"{what}: certificado TLS não verificado "
-                              f"({exc.certificate_error}); o servidor precisa de um certificado "
-                              "de uma CA confiável (ou a CA em CHATFLOW_HTTP_CA_FILE)") from exc
+            raise ErrorCode.HTTP_TLS_ERROR.failure(what=what, cause=exc.certificate_error) from exc
         except (aiohttp.InvalidURL, ValueError) as exc:
-            raise ToolFailure("http_invalid_url", f"URL inválida: {url!r} ({exc})") from exc
+            raise ErrorCode.HTTP_INVALID_URL.failure(str(exc), url=url) from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise ToolFailure("http_error", f"{what}: {type(exc).__name__}: {exc}") from exc
+            raise ErrorCode.HTTP_ERROR.failure(what=what, kind=type(exc).__name__, cause=exc) from exc
         return Reply(response.status, body, response.headers.get("content-type", ""),
                      response.headers)
 
@@ -358,7 +356,7 @@ async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int, what: s
 
 
 def _too_large(what: str, max_bytes: int) -> ToolFailure:
-    return ToolFailure("http_response_too_large", f"{what}: resposta maior que {max_bytes} bytes")
+    return ErrorCode.HTTP_RESPONSE_TOO_LARGE.failure(what=what, max_bytes=max_bytes)
 
 
 async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.IPAddress]:

@@ -26,7 +26,6 @@ from .machine import Machine
 from .outcome import BlockOutcome
 from .state import ExecState, Frame, LogEntry, RootInfo, Transition
 
-FATAL_CODES = frozenset({"tool_timeout", "execution_cancelled", "internal_error"})
 _NEVER_MS = 2**62  # deadlines are not re-derived: a timeout is recorded as ``aborted``
 
 
@@ -176,7 +175,6 @@ def _step(machine: Machine, state: ExecState, definition: ToolDefinition,
     error = recorded.error
     outcome = BlockOutcome(
         writes=dict(recorded.writes or {}),
-        error=ToolFailure(error.code, error.message, fatal=error.code in FATAL_CODES)
-        if error else None,
+        error=ToolFailure.recorded(error.code, error.message) if error else None,
         debug=dict(recorded.detail or {}), duration_ms=recorded.durationMs or 0)
     return machine.after_block(state, planned, outcome, now)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from chatflow.schemas.wire import ExecuteToolAction, ToolError
+from chatflow.schemas.wire import ErrorInfo, ExecuteToolAction
 
 Status = Literal["running", "waiting", "done"]
 
@@ -83,7 +83,7 @@ class ChildOutcome(msgspec.Struct, frozen=True):
     execId: str
     ok: bool
     result: str = ""
-    error: ToolError | None = None
+    error: ErrorInfo | None = None
     invocations: int = 0
     durationMs: int = 0  # the child's run, from its start to its end: the callTool block's time
 
@@ -141,7 +141,7 @@ class LogEntry(msgspec.Struct, frozen=True, omit_defaults=True):
     blockType: str | None = None
     durationMs: int | None = None
     ok: bool | None = None
-    error: ToolError | None = None
+    error: ErrorInfo | None = None
     matchedConditionId: str | None = None
     next: str | None = None
     child: str | None = None
@@ -185,7 +185,7 @@ class _Packed(msgspec.Struct, frozen=True, omit_defaults=True):
     blockType: str | None = msgspec.field(default=None, name="y")
     durationMs: int | None = msgspec.field(default=None, name="m")
     ok: bool | None = msgspec.field(default=None, name="o")
-    error: ToolError | None = msgspec.field(default=None, name="x")
+    error: ErrorInfo | None = msgspec.field(default=None, name="x")
     matchedConditionId: str | None = msgspec.field(default=None, name="k")
     next: str | None = msgspec.field(default=None, name="n")
     child: str | None = msgspec.field(default=None, name="c")  # relative, as ``exec``

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 COMMANDS_GROUP = "chatflow-workers"
 STEPS_GROUP = "chatflow-workers"
 RELAY_GROUP = "chatflow-relay"
-PROJECTION_GROUP = "core-tool-executions"  # seed: the core's group on stream:tool-executions
+PROJECTION_GROUP = "core-tool-executions"  # the core's group on stream:tool-executions
 NATIVE_GROUP = "chatflow-native-tools"  # workers started with --tools (docs/agents.md)
 
 

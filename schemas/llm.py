@@ -1,6 +1,6 @@
 """LLM credentials as the runtime reads them from their cache projection.
 
-The registry (the seed's ``flow-ai-core``) is the only crypto boundary: it
+The registry is the only crypto boundary: it
 decrypts the stored key and writes ``{prefix}llm:credential:{credentialId}``
 holding this JSON, with ``apiKey`` in plain text, like the integration
 server headers. The runtime only reads it, once per callAI block.

@@ -2,7 +2,7 @@
 
 Every entry the runtime writes to a public stream has one field, ``data``,
 holding UTF-8 JSON of one of these structs (SPEC). Names are camelCase exactly
-as the seed's TypeScript spells them.
+as the contract's TypeScript types spell them (docs/spec.md).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
+
+from .renamed import renamed
 
 OnError = Literal["blocking", "continue"]
 Next = Literal["continue", "handoff", "defaultException"]
@@ -67,7 +69,10 @@ class ExecuteToolCommand(msgspec.Struct, frozen=True, omit_defaults=True):
     tracestate: _TraceField = None
 
 
-class ToolError(msgspec.Struct, frozen=True):
+class ErrorInfo(msgspec.Struct, frozen=True):
+    """A result's ``error``: a stable snake_case ``code`` (a row of
+    ``chatflow.runtime.errors.ErrorCode``) and its ``message``."""
+
     code: str
     message: str
 
@@ -79,14 +84,14 @@ class ToolResult(msgspec.Struct, frozen=True):
     result: str
     variables: dict[str, Any]
     next: Next
-    error: ToolError | None
+    error: ErrorInfo | None
     durationMs: int
     errorMessage: str | None = None
     executionId: str | None = None
 
 
 class ToolExecutionStreamEvent(msgspec.Struct, frozen=True):
-    """One per tool run, nested ones included (seed: stream:tool-executions)."""
+    """One per tool run, nested ones included, on stream:tool-executions (docs/spec.md)."""
 
     toolId: str
     publishedToolId: str
@@ -165,3 +170,8 @@ class DeadLetter(msgspec.Struct, frozen=True):
 
 
 encoder = msgspec.json.Encoder()
+
+
+# Names kept for one release: importing one warns and gives the new type. ``ToolError`` was
+# this module's name for ErrorInfo; it is the SDK's exception (chatflow_agent.errors) now.
+__getattr__ = renamed(__name__, {"ToolError": "ErrorInfo"}, globals())

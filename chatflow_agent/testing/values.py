@@ -50,7 +50,7 @@ _PATTERN_CANDIDATES = (
 
 
 class TestModelError(ChatflowAgentError):
-    """A test model could not do what a test asked of it; the message says what and why."""
+    """Raised when a test model cannot do what a test asked of it; the message says what and why."""
 
     __test__ = False  # not a pytest test class, despite its name
 

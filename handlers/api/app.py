@@ -38,7 +38,9 @@ from . import (
     internal_routes,
     servers_routes,
     studio_routes,
+    tests_routes,
     tools_routes,
+    versions_routes,
 )
 from .auth import authenticate, unguarded_routes
 from .deps import Services
@@ -90,8 +92,9 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
                              "problems": problems}, status_code=400)
 
     guarded = [Depends(authenticate)]
-    for router in (studio_routes.router, tools_routes.router, servers_routes.router,
-                   access_routes.router, executions_routes.router, debug_routes.router):
+    for router in (studio_routes.router, tools_routes.router, versions_routes.router,
+                   tests_routes.router, servers_routes.router, access_routes.router,
+                   executions_routes.router, debug_routes.router):
         app.include_router(router, prefix=base, dependencies=guarded)
     app.include_router(internal_routes.router)
     add_edge_middleware(app, settings)

@@ -38,7 +38,7 @@ class Principal:
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.workspace, self.key_id)
+        return Scope(self.workspace, self.key_id, self.name)
 
 
 async def authenticate(request: Request, svc: Annotated[Services, Depends(services)],

@@ -38,7 +38,7 @@ from .deps import Services, services
 async def authorize(who: Writer) -> Grant:
     """The caller may run and check definitions in its key's workspace (editors and admins;
     a viewer gets 403 from ``Writer``)."""
-    return Grant(who.workspace, who.key_id)
+    return Grant(who.workspace, who.key_id, who.name)
 
 
 Authorized = Annotated[Grant, Depends(authorize)]

@@ -16,7 +16,9 @@ from ..registry import Registry
 from ..registry.crypto import SecretBox
 from ..registry.inline import InlineRunner
 from ..registry.servers import CredentialOps, ServerOps
+from ..registry.testcases import CaseLimits, CaseOps, CaseRunner
 from ..registry.tools import ToolOps
+from ..registry.versions import VersionOps
 from ..settings import Settings
 from .held import HeldConnections
 
@@ -34,26 +36,33 @@ class Services:
     inline: InlineRunner
     held: HeldConnections
     secrets: SecretIndex
+    versions: VersionOps
+    cases: CaseOps
+    case_runner: CaseRunner
     history: Any = None  # the run history's AsyncEngine (CHATFLOW_HISTORY_URL), or None
 
     @classmethod
     def build(cls, settings: Settings, client: Client) -> Services:
         keys = Keys(settings.prefix, settings.partitions)
         http = settings.outbound()
-        registry = Registry(client, keys, SecretBox(settings.encryption_key))
+        registry = Registry(client, keys, SecretBox.from_settings(settings))
         limits = settings.limits()
         history = None
         if settings.history_url:
             from ..history.db import engine_for
 
             history = engine_for(settings.history_url)
-        return cls(settings, client, keys, http, registry, ToolOps(registry),
-                   ServerOps(registry, http, limits), CredentialOps(registry),
-                   InlineRunner(settings, client, keys, http),
-                   HeldConnections(settings, keys, client), SecretIndex(client, keys), history)
+        tools = ToolOps(registry)
+        inline = InlineRunner(settings, client, keys, http)
+        secrets = SecretIndex(client, keys)
+        return cls(settings, client, keys, http, registry, tools,
+                   ServerOps(registry, http, limits), CredentialOps(registry), inline,
+                   HeldConnections(settings, keys, client), secrets,
+                   VersionOps(tools), CaseOps(registry, CaseLimits.of(settings)),
+                   CaseRunner(registry, inline, history, secrets), history)
 
     async def close(self) -> None:
-        self.inline.close()
+        await self.inline.aclose()
         await self.held.aclose()
         await self.http.aclose()
         if self.history is not None:

@@ -1,7 +1,7 @@
 """``POST /internal/tools/execute``: server-to-server, outside the public base path.
 
 Requires ``x-internal-secret`` (``CHATFLOW_INTERNAL_SECRET``), compared in constant
-time. The tool runs with empty variables: there is no session or contact here (seed).
+time. The tool runs with empty variables: there is no session or contact here.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import structlog
@@ -12,10 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from chatflow.runtime.registry import workspace_of
 from chatflow.schemas.definition import PublishedTool
 
+from ..projections.metrics import tool_metrics
 from ..registry.errors import Invalid
+from ..registry.gate import publish_gated
 from ..registry.inline import single_block_definition
-from ..registry.metrics import tool_metrics
-from ..registry.models import ToolCreate, ToolPatch, VersionIn
+from ..registry.models import PublishIn, ToolCreate, ToolPatch
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .authorization import Authorized, problems_of, refuse_unresolved
@@ -104,7 +106,7 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
     costs the link, never the test run's answer."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from ..history.test_runs import record_test_run
+    from ..history.builder_runs import record_test_run
 
     tool = svc.registry.state.tools.get(tool_id) if tool_id else None
     if svc.history is None or tool is None or workspace_of(tool) != workspace:
@@ -159,10 +161,20 @@ async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.purge(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/publish", summary="Publish the current draft")
+@router.post("/tools/{tool_id}/publish",
+             summary="Publish the draft as the next version, if its saved test cases pass")
 async def publish_tool(svc: Svc, grant: Authorized, tool_id: str,
-                       body: Annotated[VersionIn | None, Body()] = None) -> dict[str, Any]:
-    return await svc.tools.publish(tool_id, body.version if body else None, scope=grant.scope)
+                       body: Annotated[PublishIn | None, Body()] = None) -> dict[str, Any]:
+    """409 ``tests_failed`` lists the failing cases; ``force: true`` publishes anyway and
+    keeps them, with the ``note``, in the version."""
+    body = body or PublishIn()
+    await svc.registry.catch_up()
+    # Saved cases make it a long request (they run first): held like a test run.
+    held = (svc.held.hold(grant.actor, grant.workspace) if svc.registry.state.cases.get(tool_id)
+            else nullcontext())
+    async with held:
+        return await publish_gated(svc.tools, svc.case_runner, tool_id, version=body.version,
+                                   note=body.note, force=body.force, scope=grant.scope)
 
 
 @router.get("/ai-agents/{agent_id}", tags=["agents"], summary="An agent's cached tools")

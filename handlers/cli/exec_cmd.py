@@ -82,7 +82,9 @@ def render_trace(entries: list[LogEntry]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..interfaces.client import ResultTimeout, execute, trace
+    from chatflow_agent.errors import ResultTimeout
+
+    from ..interfaces.client import execute, trace
 
     settings = settings_from(args)
     client, keys = client_for(settings)

@@ -1,4 +1,6 @@
-"""``chatflow keys create|list|revoke``: API keys from the shell (docs/security.md).
+"""``chatflow keys create|list|revoke``: API keys from the shell (docs/security.md); and
+``chatflow keys rotate-encryption``: every stored secret re-encrypted under the current
+encryption key.
 
 The shell is trusted: whoever can run this against REDIS_URL can read Valkey anyway.
 ``create`` prints the token once, alone on the last line of stdout; Redis keeps only
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing.add_argument("--workspace", default=None, help="only this workspace's keys")
     revoke = cmd("revoke", "revoke a key: the next request with it answers 401", cmd_revoke)
     revoke.add_argument("key_id", metavar="KEY_ID")
+    cmd("rotate-encryption", "re-encrypt every stored secret under the first key of "
+        "CHATFLOW_ENCRYPTION_KEYS", cmd_rotate)
 
 
 def _run(args: argparse.Namespace, action: Callable[[Any, Any], Awaitable[Any]]) -> Any:
@@ -84,3 +89,21 @@ def cmd_revoke(args: argparse.Namespace) -> int:
     _run(args, lambda client, keys: revoke_api_key(client, keys, args.key_id))
     print(f"revoked key {args.key_id}")
     return 0
+
+
+def cmd_rotate(args: argparse.Namespace) -> int:
+    """Exit 0 when every secret is under the current key, 1 when some could not be read."""
+    import json
+
+    from ..registry.rotation import rotate_secrets
+    from .registry_cmd import run_ops
+
+    def show(report: dict[str, Any]) -> int:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        if report["failed"]:
+            print(f"{len(report['failed'])} secret(s) could not be read with any configured "
+                  "key: they were left as they are", file=sys.stderr)
+            return 1
+        return 0
+
+    return run_ops(args, lambda ops: rotate_secrets(ops.registry), show)

@@ -141,15 +141,29 @@ def _refuse(header: str, problems: list[str]) -> int:
 async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
     from ..registry import Conflict, Registry
     from ..registry.crypto import SecretBox
+    from ..registry.gate import publish_gated
+    from ..registry.inline import InlineRunner
     from ..registry.publishing import publish_release
+    from ..registry.testcases import CaseRunner
     from ..registry.tools import ToolOps
 
     settings = settings_from(args)
     client, keys = client_for(settings)
+    http = settings.outbound()
+    registry = Registry(client, keys, SecretBox.from_settings(settings))
+    inline = InlineRunner(settings, client, keys, http)
+    tools = ToolOps(registry)
+
+    async def gated(tool_id: str, version: int, pt: str) -> Any:
+        """The tool's saved test cases run on the draft first (docs/registry.md)."""
+        return await publish_gated(tools, CaseRunner(registry, inline), tool_id, version=version,
+                                   published_id=pt)
+
     try:
-        tools = ToolOps(Registry(client, keys, SecretBox(settings.encryption_key)))
-        outcome = await publish_release(tools, release)
+        outcome = await publish_release(tools, release, gated)
     finally:
+        await inline.aclose()
+        await http.aclose()
         await client.aclose()
     if outcome == "in_trash":
         raise Conflict(f"tool {release.tool_id!r} is in the trash: nothing published (restore "

@@ -14,12 +14,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.outbound import Outbound
+from chatflow.runtime.registry import DEFAULT_WORKSPACE
 
 from ..operations.logging import configure_logging
 from ..registry import Invalid, Registry
 from ..registry.crypto import SecretBox
+from ..registry.inline import InlineRunner
+from ..registry.scope import Scope
 from ..registry.servers import CredentialOps, ServerOps
+from ..registry.testcases import CaseLimits, CaseOps, CaseRunner
 from ..registry.tools import ToolOps
+from ..registry.versions import VersionOps
+from ..settings import Settings
 from .common import add_redis_flag, client_for, settings_from
 
 M = TypeVar("M", bound=BaseModel)
@@ -31,29 +38,67 @@ class Ops:
     tools: ToolOps
     servers: ServerOps
     credentials: CredentialOps
+    settings: Settings
+    http: Outbound
+    _inline: InlineRunner | None = None
+
+    @property
+    def versions(self) -> VersionOps:
+        return VersionOps(self.tools)
+
+    def cases(self) -> CaseOps:
+        return CaseOps(self.registry, CaseLimits.of(self.settings))
+
+    def case_runner(self) -> CaseRunner:
+        """Saved test cases run in this process (made on first use: it holds a sandbox)."""
+        if self._inline is None:
+            self._inline = InlineRunner(self.settings, self.registry.client,
+                                        self.registry.keys, self.http)
+        return CaseRunner(self.registry, self._inline)
+
+    async def aclose(self) -> None:
+        if self._inline is not None:
+            await self._inline.aclose()
 
 
-def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]]) -> int:
-    """Run one registry operation against REDIS_URL and print its result as JSON (stdout;
-    logs go to stderr)."""
+def show_json(result: Any) -> int:
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0
+
+
+def run_ops(args: argparse.Namespace, action: Callable[[Ops], Awaitable[Any]],
+            show: Callable[[Any], int] = show_json) -> int:
+    """Run one registry operation against REDIS_URL and print its result (JSON unless
+    ``show`` says otherwise; stdout, logs go to stderr); ``show`` gives the exit status."""
     configure_logging()
 
     async def go() -> Any:
         settings = settings_from(args)
         client, keys = client_for(settings)
         http = settings.outbound()
+        ops: Ops | None = None
         try:
-            registry = Registry(client, keys, SecretBox(settings.encryption_key))
+            registry = Registry(client, keys, SecretBox.from_settings(settings))
             ops = Ops(registry, ToolOps(registry), ServerOps(registry, http, settings.limits()),
-                      CredentialOps(registry))
+                      CredentialOps(registry), settings, http)
             return await action(ops)
         finally:
+            if ops is not None:
+                await ops.aclose()
             await http.aclose()
             await client.aclose()
 
-    result = asyncio.run(go())
-    print(json.dumps(result, ensure_ascii=False, indent=2))
-    return 0
+    return show(asyncio.run(go()))
+
+
+def scope_of(args: argparse.Namespace) -> Scope:
+    """The shell's scope in ``--workspace`` (default ``default``)."""
+    return Scope(getattr(args, "workspace", None) or DEFAULT_WORKSPACE)
+
+
+def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", default=DEFAULT_WORKSPACE,
+                        help="the workspace the command acts in (default: default)")
 
 
 def model(cls: type[M], data: dict[str, Any]) -> M:

@@ -76,7 +76,7 @@ async def publish_examples(settings: Settings, url: str) -> list[str]:
     keys = Keys(settings.prefix, settings.partitions)
     client = make_client(url, cluster=settings.redis_cluster)
     try:
-        tools = ToolOps(Registry(client, keys, SecretBox(settings.encryption_key)))
+        tools = ToolOps(Registry(client, keys, SecretBox.from_settings(settings)))
         items = examples()
         live = set()
         for example in in_call_order(items):

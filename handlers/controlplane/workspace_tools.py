@@ -2,7 +2,7 @@
 
 A workspace exposes
 
-* its published custom tools with ``enabledForAI`` (seed "Native vs custom"): the function
+* its published custom tools with ``enabledForAI`` (docs/agents.md, native and custom tools): the function
   spec is :func:`chatflow_agent.runtime_specs.custom_tool_spec`'s (slug, description with its
   fallback and ``returnDescription``, one parameter per ``ToolInput``), and a call is one
   executeTool command on the runtime's stream (:class:`~chatflow_agent.runtime_tools.RuntimeTool`);

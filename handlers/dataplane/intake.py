@@ -17,13 +17,13 @@ import msgspec
 import structlog
 
 from chatflow.runtime.definitions import DefinitionCache
-from chatflow.runtime.errors import ToolFailure
+from chatflow.runtime.errors import ErrorCode, ToolFailure
 from chatflow.runtime.events import tool_result
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.state import RootInfo
 from chatflow.schemas.definition import ToolDefinition
-from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand, ToolError
+from chatflow.schemas.wire import ErrorInfo, ExecuteToolAction, ExecuteToolCommand
 
 from ..keys import COMMANDS_GROUP, Keys
 from ..operations import metrics
@@ -150,8 +150,9 @@ class Intake:
         action could be read (docs/spec.md); a blocking handoff when it could not."""
         action = action or ExecuteToolAction(id=action_id or "", toolId="", publishedToolId="")
         root = RootInfo(command_id, action, reply_to, {}, "", variables or {}, {}, self.clock())
+        failure = ErrorCode.INVALID_COMMAND.failure(cause=why)
         result = tool_result(root, execution_id="", result="",
-                             error=ToolError("invalid_command", why), now=self.clock())
+                             error=ErrorInfo(failure.code, failure.message), now=self.clock())
         result = msgspec.structs.replace(result, actionId=action_id)
         stream = reply_to or self.keys.results
         return Publish(stream, Keys.sent_marker(stream, f"cmd:{entry_id.decode()}"),

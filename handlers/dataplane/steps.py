@@ -310,7 +310,7 @@ class StepProcessor:
 
     def _crashed(self, state: ExecState, exc: Exception) -> Transition:
         if isinstance(exc, RenderTooLarge):  # e.g. a return value past the cap
-            exc = ToolFailure("render_too_large", str(exc))
+            exc = errors.render_too_large(exc)
         if isinstance(exc, ToolFailure):
             return self.machine.abort(state, exc, self.clock())
         if isinstance(exc, RedisError):

@@ -78,7 +78,7 @@ def parse_events(entries: list[Entry]) -> list[tuple[str, ScopedExecutionEvent, 
             event = _event.decode(raw)
         except msgspec.DecodeError:
             continue
-        # An outside producer's event (the seed's shape) may have no executionId: the
+        # An outside producer's event (the contract's shape, docs/spec.md) may have no executionId: the
         # stream entry id is then the stable identity of a redelivery.
         dedup = event.executionId or f"entry:{entry_id.decode()}"
         out.append((dedup, event, int(entry_id.split(b"-", 1)[0])))

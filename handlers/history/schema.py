@@ -1,7 +1,6 @@
 """The run history's tables (SQLAlchemy Core: rows are written in batches, never as objects).
 
-Nothing references the registry's tables: a run's row outlives its tool (the seed's
-``tool_execution_log`` has no foreign key to Tool for the same reason). Times are epoch
+Nothing references the registry's tables: a run's row outlives its tool. Times are epoch
 milliseconds, as everywhere in the runtime. The migrations in ``migrations/versions`` create
 exactly these; tests/history/test_migrations.py compares the two.
 """

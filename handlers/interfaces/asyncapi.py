@@ -82,7 +82,7 @@ def broker(keys: Keys | None = None) -> RedisBroker:
 
     b.subscriber(stream=StreamSub(keys.executions, group=PROJECTION_GROUP, consumer="core"),
                  title="tool-executions:projection",
-                 description="the core's consumer group (seed: core-tool-executions)")(project)
+                 description="the core's consumer group, core-tool-executions")(project)
     b.publisher(stream=keys.results, title="tool-results", schema=view(ToolResult),
                 description="one ToolResult per command (a command may name another replyTo)")
     b.publisher(stream=keys.executions, title="tool-executions",

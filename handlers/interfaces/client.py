@@ -1,70 +1,22 @@
-"""A producer's side: publish executeTool commands and wait for their results.
+"""The producer's side, as the handlers use it: the SDK's producer client
+(``chatflow_agent.runtime_client``: publish, wait for results, execute), plus the readers of
+the runtime's internal keys a producer of the public wire never needs (an execution's trace,
+a tree's first log entry).
 
-Used by ``chatflow exec``, the benchmark and the tests; any language can do
-the same with XADD and XREAD (see the README).
+Used by ``chatflow exec``, ``chatflow fork``, the API, the Studio, the benchmark and the tests.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
-import msgspec
-
 from chatflow.runtime.state import LogEntry, decode_log
-from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow_agent.errors import ResultTimeout
+from chatflow_agent.runtime_client import execute, last_id, publish, wait_results
 
 from ..keys import Keys
 from ..redis_client import Client
 
-_result = msgspec.json.Decoder(ToolResult)
-
-
-class ResultTimeout(TimeoutError):
-    """Raised when results do not arrive on the reply stream in time."""
-
-
-async def last_id(client: Client, stream: str) -> bytes:
-    entries = await client.xrevrange(stream, count=1)
-    return entries[0][0] if entries else b"0-0"
-
-
-async def publish(client: Client, keys: Keys, command: ExecuteToolCommand | dict[str, Any]) -> bytes:
-    data = msgspec.json.encode(command)
-    entry_id: bytes = await client.xadd(keys.commands, {"data": data})
-    return entry_id
-
-
-async def wait_results(client: Client, stream: str, command_ids: set[str], *, after: bytes,
-                       timeout_s: float = 60.0) -> dict[str, list[ToolResult]]:
-    """Every result for ``command_ids`` seen on ``stream`` after ``after`` (lists: to spot duplicates)."""
-    found: dict[str, list[ToolResult]] = {}
-    cursor = after
-    deadline = time.monotonic() + timeout_s
-    while set(found) < command_ids:
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms <= 0:
-            missing = sorted(command_ids - set(found))
-            raise ResultTimeout(f"{len(missing)} results missing after {timeout_s}s, "
-                                f"e.g. {missing[:3]}")
-        reply = await client.xread({stream: cursor}, count=1000, block=min(left_ms, 1000))
-        for _name, entries in reply or []:
-            for entry_id, fields in entries:
-                cursor = entry_id
-                result = _result.decode(fields[b"data"])
-                if result.commandId in command_ids:
-                    found.setdefault(result.commandId, []).append(result)
-    return found
-
-
-async def execute(client: Client, keys: Keys, command: ExecuteToolCommand,
-                  timeout_s: float = 60.0) -> ToolResult:
-    stream = command.replyTo or keys.results
-    after = await last_id(client, stream)
-    await publish(client, keys, command)
-    found = await wait_results(client, stream, {command.commandId}, after=after,
-                               timeout_s=timeout_s)
-    return found[command.commandId][0]
+__all__ = ["ResultTimeout", "execute", "first_log_entry", "last_id", "publish", "trace",
+           "wait_results"]
 
 
 async def trace(client: Client, keys: Keys, exec_id: str) -> list[LogEntry]:

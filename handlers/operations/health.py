@@ -17,6 +17,7 @@ import structlog
 
 from chatflow.runtime.errors import ConfigurationError
 
+from ..redis_client import Client
 from . import metrics
 
 log = structlog.get_logger("chatflow.health")
@@ -124,7 +125,7 @@ def _nodes(info: dict[str, Any]) -> list[dict[str, Any]]:
     return [info]
 
 
-async def memory_trouble(client: Any, oom_seen: int | None) -> tuple[str, int]:
+async def memory_trouble(client: Client, oom_seen: int | None) -> tuple[str, int]:
     """Why Valkey refuses writes for lack of memory ("" if it does not), and the server's
     count of OOM rejections to compare with next time.
 

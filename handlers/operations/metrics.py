@@ -41,7 +41,8 @@ from prometheus_client.samples import Exemplar
 
 from chatflow.schemas.wire import LlmUsageEvent
 
-from ..keys import origin_of
+from ..keys import Keys, origin_of
+from ..redis_client import Client
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
@@ -447,7 +448,7 @@ def negotiated(accept: str) -> tuple[bytes, str]:
     return encoder(REGISTRY), content_type
 
 
-async def refresh_streams(client: Any, keys: Any) -> None:
+async def refresh_streams(client: Client, keys: Keys) -> None:
     """Read XINFO GROUPS / XLEN of every stream the runtime consumes into the stream gauges.
 
     Labels use the logical name (``steps:3``, not the prefixed key), so they stay bounded.

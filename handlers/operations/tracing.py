@@ -154,8 +154,11 @@ class Tracing:
         context = _PROPAGATOR.extract({"traceparent": header.strip().lower()}) if ok else None
         span = get_current_span(context).get_span_context() if context is not None else None
         if span is None or not span.is_valid:
-            log.debug("traceparent ignored: not a W3C traceparent", command_id=command_id,
-                      traceparent=str(header)[:80])
+            # A logger looked up here, not the module's: this rare line must follow whatever
+            # logging is configured now (a module logger is bound once, on first use).
+            structlog.get_logger("chatflow.tracing").debug(
+                "traceparent ignored: not a W3C traceparent", command_id=command_id,
+                traceparent=str(header)[:80])
             return "", ""
         kept = traceparent(span.trace_id, span.span_id, span.trace_flags.sampled)
         state = ""

@@ -1,4 +1,4 @@
-"""Read models built from the public streams (seed: "Métricas — stream:tool-executions").
+"""Read models built from the public streams (``stream:tool-executions``, docs/spec.md).
 
 ``execlog`` consumes ``stream:tool-executions`` in the group ``core-tool-executions``
 into a per-tool execution log and hourly counters; ``metrics.tool_metrics`` reads

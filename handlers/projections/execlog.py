@@ -205,7 +205,7 @@ def parse_entry(entry_id: bytes, fields: dict[bytes, bytes]) -> Parsed | None:
             occurred = int(entry_id.split(b"-", 1)[0])
         tool, dedup, ok, ms = event.toolId or event.publishedToolId, event.executionId, \
             event.success, event.durationMs
-    # Events of this runtime carry executionId; an outside producer's (the seed's shape)
+    # Events of this runtime carry executionId; an outside producer's (the contract's shape)
     # may not, and then the stream entry id is the stable identity of a redelivery.
     return Parsed(dedup or f"entry:{entry_id.decode()}", tool, occurred, ok, max(0, ms))
 

@@ -1,7 +1,7 @@
 """Rolling 7-day metrics per tool, read from the execution log projection.
 
 ``tool_metrics`` is what ``GET /tools`` shows as ``runs7d``, ``avgMs`` and
-``successRate`` (seed: "Métricas — stream:tool-executions"). The window is the
+``successRate`` (from ``stream:tool-executions``, docs/spec.md). The window is the
 168 hourly buckets ending with the hour that holds ``now``: resolution one hour,
 so an event counts from its occurrence until 7 days later, rounded up to the
 end of its hour.

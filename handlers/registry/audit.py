@@ -20,6 +20,7 @@ from .log import RegistryLog
 _OBJECTS: dict[str, tuple[str, str]] = {
     "tool": ("tool", "id"), "server": ("server", "id"), "credential": ("credential", "id"),
     "endpoint": ("endpoint", "id"), "endpoints": ("server", "serverId"), "agent": ("agent", "agentId"),
+    "test": ("test", "id"),
 }
 
 
@@ -39,8 +40,16 @@ def entry(entry_id: str, event: dict[str, Any]) -> dict[str, Any]:
                            "workspace": workspace_of(event), "object": {"kind": kind, "id": ident}}
     if kind == "endpoint":
         out["object"]["serverId"] = event.get("serverId")
-    if kind == "agent":
+    if kind in ("agent", "test"):
         out["object"]["toolId"] = event.get("toolId")
+    if event.get("type") == "tool.published" and event.get("version"):
+        # Which version, not what it holds: a rollback and a forced publish say so.
+        detail = {"version": event["version"]}
+        if event.get("rollbackOf"):
+            detail["rollbackOf"] = event["rollbackOf"]
+        if event.get("forced"):
+            detail["forced"] = True
+        out["detail"] = detail
     return out
 
 

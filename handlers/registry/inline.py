@@ -1,8 +1,10 @@
-"""Run a tool in this process, without streams: the builder's test routes and the internal
-execute route.
+"""Run a tool in this process, without streams: the builder's test routes, saved test cases
+and the internal execute route.
 
 The same state machine and block executors as the workers, driven by a local
-queue instead of the step streams; the trace is the executions' event log.
+queue instead of the step streams; the trace is the executions' event log. A run of a
+saved test case passes its ``mocks``: those blocks are answered by the mock layer
+(``handlers.registry.mocking``) and reach nothing outside.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import msgspec
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
-from chatflow.runtime.blocks.runner import BlockRunner, Executor
+from chatflow.runtime.blocks.mocks import MockOutbound
+from chatflow.runtime.blocks.runner import BlockRunner, Executor, Result
 from chatflow.runtime.definitions import DefinitionCache
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
@@ -30,14 +33,14 @@ from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
+from chatflow_agent.runtime_client import RESULT
 
 from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
 from ..settings import Settings
+from .mocking import MockedBlocks
 from .scope import Grant
-
-_result = msgspec.json.Decoder(ToolResult)
 
 
 def now_ms() -> int:
@@ -52,6 +55,7 @@ class InlineRun:
     executions: list[bytes] = field(default_factory=list)
     execution_id: str = ""
     definition: tuple[str, bytes] = ("", b"")  # (content hash, PublishedTool JSON) it ran
+    mocks_used: set[str] = field(default_factory=set)  # the mocks a block took
 
     def body(self) -> dict[str, Any]:
         r = self.result
@@ -75,24 +79,37 @@ class InlineRunner:
             timeout_ms=settings.script_timeout_ms,
             max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None,
             child_env=settings.sandbox_env())
-        self.runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
-                                  definitions=self.definitions, limits=self.machine.limits,
-                                  script_timeout_ms=settings.script_timeout_ms)
-        self.runner.register("callEndpoint",
-                             CallEndpointExecutor(http, self.store, self.machine.limits))
+        self.extra_executors = extra_executors or {}
+        self.runner = self._block_runner(http)
+        self.mocked = self._block_runner(MockOutbound())  # test cases' mocked blocks only
+
+    def _block_runner(self, http: Outbound) -> BlockRunner:
+        runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
+                             definitions=self.definitions, limits=self.machine.limits,
+                             script_timeout_ms=self.settings.script_timeout_ms)
+        runner.register("callEndpoint", CallEndpointExecutor(http, self.store, self.machine.limits))
         # The same executors as the workers, so test runs behave like real ones.
-        register_media_and_ai(self.runner, self.store, settings.media_config(), settings.ai_config())
-        for kind, executor in (extra_executors or {}).items():
-            self.runner.register(kind, executor)
+        register_media_and_ai(runner, self.store, self.settings.media_config(),
+                              self.settings.ai_config())
+        for kind, executor in self.extra_executors.items():
+            runner.register(kind, executor)
+        return runner
 
     def close(self) -> None:
         self.sandbox.close()
 
+    async def aclose(self) -> None:
+        """``close``, then wait until the sandbox's worker processes are gone (a command's
+        event loop must not end with them still running)."""
+        await self.sandbox.aclose()
+
     async def run(self, published: PublishedTool | ToolFailure, *, grant: Grant,
                   inputs: dict[str, Any], variables: dict[str, Any],
-                  start_block: str | None = None, contact: str = "inline") -> InlineRun:
+                  start_block: str | None = None, contact: str = "inline",
+                  mocks: dict[str, Any] | None = None) -> InlineRun:
         """Run ``published`` to its answer. The tree runs in ``grant``'s workspace, whatever
-        the record says: its blocks resolve servers, credentials and tools there."""
+        the record says: its blocks resolve servers, credentials and tools there.
+        ``mocks``: a saved test case's answers (``handlers.registry.mocking``)."""
         pt = published.id if isinstance(published, PublishedTool) else "inline"
         digest, data = "", b""
         if isinstance(published, PublishedTool):
@@ -118,11 +135,16 @@ class InlineRunner:
         for state in t.writes:  # inputs are values here, not templates
             state.variables.update(inputs)
         run = InlineRun(execution_id=exec_id, definition=(digest, data))
+        blocks: BlockRunner | MockedBlocks = self.runner
+        if mocks:
+            blocks = MockedBlocks(self.runner, self.mocked, mocks)
+            run.mocks_used = blocks.used
         timeout = self.machine.limits.tool_timeout_ms / 1000 + 5
-        await asyncio.wait_for(self._drive(t, run), timeout)
+        await asyncio.wait_for(self._drive(t, run, blocks), timeout)
         return run
 
-    async def _drive(self, first: Transition, run: InlineRun) -> None:
+    async def _drive(self, first: Transition, run: InlineRun,
+                     blocks: BlockRunner | MockedBlocks) -> None:
         states: dict[str, ExecState] = {}
         queue: deque[StepMsg] = deque()
 
@@ -130,7 +152,11 @@ class InlineRunner:
                           ) -> list[ExecState | None]:
             return [known or states.get(exec_id) for exec_id, known in wanted]
 
-        run_ahead = RunAhead(self.machine, self._definition, run_block=self._run_block,
+        async def run_block(state: ExecState, block: RunnableBlock) -> Transition:
+            result: Result = await blocks.run(state, block, now_ms())
+            return self.machine.after_run(state, block, result, now_ms())
+
+        run_ahead = RunAhead(self.machine, self._definition, run_block=run_block,
                              load_states=parents, clock=now_ms)
 
         async def apply(t: Transition | None) -> bool:
@@ -144,7 +170,7 @@ class InlineRunner:
             run.trace.extend(t.log)
             for emit in t.emits:
                 if emit.kind == "result":
-                    run.result = _result.decode(emit.data)
+                    run.result = RESULT.decode(emit.data)
                 elif emit.kind == "execution":
                     run.executions.append(emit.data)
             return t.finishes_root
@@ -156,7 +182,7 @@ class InlineRunner:
             state = states.get(step.exec_id)
             if state is None or state.status == "done" or state.version != step.version:
                 continue
-            finished = await apply(await self._advance(state, step))
+            finished = await apply(await self._advance(state, step, run_block))
         root = states.get(root_id)
         run.variables = dict(root.variables) if root else {}
 
@@ -164,7 +190,7 @@ class InlineRunner:
         published = self.definitions.get(digest)
         return published.definition if published else None
 
-    async def _advance(self, state: ExecState, step: StepMsg) -> Transition:
+    async def _advance(self, state: ExecState, step: StepMsg, run_block: Any) -> Transition:
         published = self.definitions.get(state.defHash)
         now = now_ms()
         if published is None:
@@ -174,11 +200,8 @@ class InlineRunner:
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
-        return await self._run_block(state, planned)
-
-    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
-        result = await self.runner.run(state, block, now_ms())
-        return self.machine.after_run(state, block, result, now_ms())
+        transition: Transition = await run_block(state, planned)
+        return transition
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatflow.runtime.errors import ChatflowError
+
 from ..keys import Keys
 from ..redis_client import Client
 
@@ -41,7 +43,7 @@ class Append:
     sets: dict[str, str] = field(default_factory=dict)  # "" deletes the field
 
 
-class StaleVersion(Exception):
+class StaleVersion(ChatflowError):
     """Raised when an expected version no longer holds."""
 
     def __init__(self, name: str, have: str) -> None:

@@ -39,6 +39,22 @@ class VersionIn(_In):
     version: int | None = None
 
 
+class PublishIn(_In):
+    """``POST /tools/:id/publish``: ``version`` the draft's (optional), ``note`` kept in the
+    published version, ``force`` publishes past failing saved test cases."""
+
+    version: int | None = None
+    note: str | None = Field(default=None, max_length=2000)
+    force: bool = False
+
+
+class RollbackIn(_In):
+    """``POST /tools/:id/rollback``: publish version ``version`` again as a new version."""
+
+    version: int = Field(ge=1)
+    note: str | None = Field(default=None, max_length=2000)
+
+
 class HeaderIn(_In):
     name: str = Field(min_length=1)
     value: str

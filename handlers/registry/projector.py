@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from chatflow.runtime.registry import Ref, RegistryState, workspace_of
+from chatflow.runtime.registry.records import record_bytes
 from chatflow.runtime.registry.views import (
     agent_cache,
     credential_cache,
@@ -71,7 +72,7 @@ class Projector:
                     if record is None:
                         pipe.delete(k.tool(ident))
                     else:
-                        pipe.set(k.tool(ident), _json(record))
+                        pipe.set(k.tool(ident), record_bytes(record))
                 elif kind == "server":
                     self._server(pipe, state, ident)
                 elif kind == "credential":
@@ -116,7 +117,7 @@ class Projector:
         k = self.keys
         tool = state.tools.get(tool_id)
         if tool_id not in state.published:
-            # The key an older publisher wrote under Tool.id (seed: legacy cache entry).
+            # The key an older publisher wrote under Tool.id (a legacy cache entry).
             pipe.delete(k.tool(tool_id))
         if tool is None:
             pipe.hdel(k.registry_view("tools"), tool_id)

@@ -69,7 +69,7 @@ class Registry:
             return False
 
     async def rebuild(self) -> int:
-        """Replay the whole log into fresh projections (seed: warmupToolCaches)."""
+        """Replay the whole log into fresh projections (what a publisher does at boot to warm the caches)."""
         async with self._lock:
             self._started = True
             return await self._rebuild()

@@ -1,5 +1,6 @@
 """Who acts on the registry: the workspace an operation is confined to, and the actor the
-log records for it (an API key's id, or ``shell`` for the trusted command line).
+log records for it (an API key's id, or ``shell`` for the trusted command line), with the
+actor's name (the key's name) where an event keeps it, as a published version does.
 
 A :class:`Grant` is what the one authorization function (``handlers.api.authorization``)
 hands a route that accepts a definition or starts an execution: the workspace it fixed.
@@ -17,6 +18,7 @@ from chatflow.runtime.registry import DEFAULT_WORKSPACE
 class Scope:
     workspace: str = DEFAULT_WORKSPACE
     actor: str = "shell"
+    name: str = "shell"
 
 
 SHELL = Scope()
@@ -29,10 +31,11 @@ class Grant:
 
     workspace: str
     actor: str
+    name: str = "shell"  # the key's name, kept where an event records it (a version)
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.workspace, self.actor)
+        return Scope(self.workspace, self.actor, self.name)
 
 
 def shell_grant(workspace: str) -> Grant:

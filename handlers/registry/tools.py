@@ -8,7 +8,7 @@ it atomically with those checks.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from chatflow.runtime.registry import DEFAULT_WORKSPACE, RegistryState
 from chatflow.runtime.registry.state import Record, native_key
@@ -65,10 +65,36 @@ def _published_id(state: RegistryState, tool: Record, wanted: str | None) -> str
     return wanted
 
 
+def case_field(tool_id: str, case_id: str) -> str:
+    """The versions-hash field of one saved test case (``tests:{toolId}`` counts them all)."""
+    return f"test:{tool_id}/{case_id}"
+
+
 def check_version(record: Record, wanted: int | None, what: str) -> None:
     if wanted is not None and wanted != record["version"]:
         raise Conflict(f"{what} was changed meanwhile: it is at version {record['version']}, "
                        f"you sent {wanted}", code="version_conflict", version=record["version"])
+
+
+class Gate(Protocol):
+    """What a publish checks against the saved test cases it ran (``handlers.registry.gate``)."""
+
+    def hold(self, state: RegistryState, item: Append) -> None: ...
+
+
+def publish_event(state: RegistryState, tool: Record, pt: str, definition: Any,
+                  note: str | None, scope: Scope, **extra: Any) -> Append:
+    """A ``tool.published`` event: the tool's next version, by whom, with its note. Every
+    publish and every rollback is one; a reader of the log sees a version in each."""
+    tool_id = tool["id"]
+    expect, sets = graph(state)
+    expect[f"tool:{tool_id}"] = str(tool["version"])
+    sets.update(bump(state, tool_id))
+    event = {"type": "tool.published", "id": tool_id, "publishedToolId": pt,
+             "name": tool["name"], "definition": definition,
+             "version": state.last_version.get(tool_id, 0) + 1, "actorName": scope.name,
+             "note": note or None, **extra}
+    return Append(event, expect, sets)
 
 
 class ToolOps:
@@ -134,8 +160,10 @@ class ToolOps:
         return tool_view(self.state.tools[tool_id])
 
     async def publish(self, tool_id: str, version: int | None = None, *,
-                      published_id: str | None = None, scope: Scope = SHELL) -> Record:
-        """Publish the draft. A tool keeps one publishedToolId across re-publishes.
+                      published_id: str | None = None, scope: Scope = SHELL,
+                      note: str | None = None, gate: Gate | None = None) -> Record:
+        """Publish the draft as the tool's next version. A tool keeps one publishedToolId
+        across re-publishes.
 
         ``published_id`` chooses the publishedToolId of the first publish. Only trusted
         internal callers pass it, through :mod:`handlers.registry.publishing`
@@ -144,6 +172,10 @@ class ToolOps:
         the API and ``chatflow tools publish`` never do, so the ids they hand out stay
         random. Asking for an id another tool owns, or for another id than the one the
         tool is already published under, is a Conflict.
+
+        ``note`` is kept in the version. ``gate``: what the saved test cases said of this
+        draft (:mod:`handlers.registry.gate`); the publish holds only while the cases it
+        ran are still the tool's cases.
         """
         def build(state: RegistryState) -> Append:
             tool = state.tool_in(tool_id, scope.workspace)
@@ -158,12 +190,10 @@ class ToolOps:
                 raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
                               problems=problems, code="invalid_definition")
             pt = _published_id(state, tool, published_id)
-            expect, sets = graph(state)
-            expect[f"tool:{tool_id}"] = str(tool["version"])
-            sets.update(bump(state, tool_id))
-            event = {"type": "tool.published", "id": tool_id, "publishedToolId": pt,
-                     "name": tool["name"], "definition": tool["definition"]}
-            return Append(event, expect, sets)
+            item = publish_event(state, tool, pt, tool["definition"], note, scope)
+            if gate is not None:
+                gate.hold(state, item)
+            return item
 
         await self.registry.commit(build, scope)
         return tool_view(self.state.tools[tool_id])
@@ -210,6 +240,9 @@ class ToolOps:
                 sets[f"native:{native_key(scope.workspace, tool['nativeName'])}"] = ""
             for agent in state.agents_of(tool_id):
                 sets[f"agent:{agent}"] = str(state.agent_versions.get(agent, 0) + 1)
+            sets[f"tests:{tool_id}"] = ""
+            for case_id in state.cases.get(tool_id, {}):
+                sets[case_field(tool_id, case_id)] = ""
             return Append({"type": "tool.purged", "id": tool_id}, expect, sets)
 
         await self.registry.commit(build, scope)

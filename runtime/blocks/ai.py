@@ -53,7 +53,7 @@ from chatflow.schemas.definition import CallAIBlock
 from chatflow.schemas.llm import LlmCredential, credential_decoder
 from chatflow.schemas.wire import LlmUsageEvent
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode, ToolFailure
 from ..events import iso
 from ..interpolation import to_text
 from ..limits import Limits
@@ -123,7 +123,7 @@ class CallAI:
             key = credential.apiKey
             value = await self._call(state, block, credential, now_ms, outcome)
         except ToolFailure as exc:
-            outcome.error = ToolFailure(exc.code, scrub(exc.message, key))
+            outcome.error = exc.reworded(scrub(exc.message, key))
             outcome.writes = {block.outputVariable: ""}
         else:
             outcome.writes = {block.outputVariable: value}
@@ -135,28 +135,23 @@ class CallAI:
         # Another workspace's credential reads exactly as a missing one (runtime/tenancy.py).
         raw = usable(await self.credentials.get_credential(credential_id), workspace)
         if raw is None:
-            raise ToolFailure("llm_credential_not_found", "callAI: credencial LLM não encontrada: "
-                                                          f"llmCredentialId={credential_id}")
+            raise ErrorCode.LLM_CREDENTIAL_NOT_FOUND.failure(credential=credential_id)
         try:
             credential = credential_decoder.decode(raw)
         except msgspec.DecodeError as exc:
             # The decoder's message names a field, never echoes a value.
-            raise ToolFailure("llm_credential_invalid",
-                              f"callAI: credencial LLM inválida: llmCredentialId={credential_id} "
-                              f"({exc})") from exc
+            raise ErrorCode.LLM_CREDENTIAL_INVALID.failure(credential=credential_id,
+                                                           cause=exc) from exc
         if credential.provider_name != "openai":
-            raise ToolFailure("llm_provider_unsupported",
-                              f"callAI: provedor {credential.provider_name!r} não suportado "
-                              f"(llmCredentialId={credential_id}); use 'openai'")
+            raise ErrorCode.LLM_PROVIDER_UNSUPPORTED.failure(provider=credential.provider_name,
+                                                             credential=credential_id)
         if not credential.apiKey:
-            raise ToolFailure("llm_credential_no_key",
-                              f"callAI: a credencial LLM llmCredentialId={credential_id} não tem "
-                              "apiKey (apagada quando a baseUrl mudou de origem); salve uma nova")
+            raise ErrorCode.LLM_CREDENTIAL_NO_KEY.failure(credential=credential_id)
         target = origin_of(credential.base_url)
         if credential.apiKeyOrigin is not None and credential.apiKeyOrigin != target:
-            raise ToolFailure("secret_origin_mismatch",
-                              f"callAI: a apiKey de llmCredentialId={credential_id} foi salva para "
-                              f"{credential.apiKeyOrigin}; não é enviada a {target}")
+            raise ErrorCode.SECRET_ORIGIN_MISMATCH.failure(
+                what="callAI", saved=credential.apiKeyOrigin, target=target,
+                secrets=f"apiKey de llmCredentialId={credential_id}")
         return credential
 
     async def _call(self, state: ExecState, block: CallAIBlock, credential: LlmCredential,
@@ -172,8 +167,7 @@ class CallAI:
                 status, body = await wire.post(self.client, credential.base_url, credential.apiKey,
                                                request, timeout_s=budget_ms / 1000, what=what)
         except TimeoutError as exc:
-            raise ToolFailure("llm_timeout", f"{what}: o provedor não respondeu em "
-                                             f"{budget_ms / 1000:.1f}s") from exc
+            raise ErrorCode.LLM_TIMEOUT.failure(what=what, seconds=budget_ms / 1000) from exc
         outcome.debug["status"] = status
         if status >= 400:
             raise wire.status_failure(status, body, credential.apiKey, what)
@@ -188,10 +182,8 @@ class CallAI:
                                   "model": reply.model}
         size = len(reply.text.encode("utf-8", errors="replace"))
         if size > self.config.max_output_bytes:
-            raise ToolFailure("ai_output_too_large",
-                              f"{what}: a resposta do modelo tem {size_text(size)}, mais que o "
-                              f"limite de {size_text(self.config.max_output_bytes)} "
-                              "(CHATFLOW_AI_MAX_OUTPUT_BYTES); reduza maxTokens ou peça menos")
+            raise ErrorCode.AI_OUTPUT_TOO_LARGE.failure(
+                what=what, size=size_text(size), cap=size_text(self.config.max_output_bytes))
         if block.outputFormat == "json":
             return parse_json_output(reply, what)
         return reply.text
@@ -240,12 +232,10 @@ class CallAI:
             header, raw = raw.split(",", 1)
             stated = stated or header[5:].split(";", 1)[0]
         if not raw:
-            raise ToolFailure("ai_input_missing",
-                              f"callAI {block.capability}: a variável {name!r} está vazia")
+            raise ErrorCode.AI_INPUT_MISSING.failure(capability=block.capability, name=name)
         if len(raw) * 3 // 4 > self.config.max_input_bytes:
-            raise ToolFailure("ai_input_too_large",
-                              f"callAI {block.capability}: entrada maior que o limite de "
-                              f"{size_text(self.config.max_input_bytes)}")
+            raise ErrorCode.AI_INPUT_TOO_LARGE.failure(
+                capability=block.capability, cap=size_text(self.config.max_input_bytes))
         try:
             data = base64.b64decode("".join(raw.split()), validate=True)
         except (binascii.Error, ValueError) as exc:
@@ -294,9 +284,8 @@ def parse_json_output(reply: wire.Reply, what: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         cut = " (resposta cortada por maxTokens)" if reply.finish_reason == "length" else ""
-        raise ToolFailure("llm_output_not_json",
-                          f"{what}: a resposta do modelo não é JSON{cut}: {reply.text[:120]!r}"
-                          ) from exc
+        raise ErrorCode.LLM_OUTPUT_NOT_JSON.failure(what=what, cut=cut,
+                                                    start=reply.text[:120]) from exc
 
 
 def register_media_and_ai(runner: BlockRunner, credentials: CredentialSource,
@@ -309,7 +298,7 @@ def register_media_and_ai(runner: BlockRunner, credentials: CredentialSource,
 
 
 def _input_invalid(detail: str) -> ToolFailure:
-    return ToolFailure("ai_input_invalid", f"callAI: {detail}")
+    return ErrorCode.AI_INPUT_INVALID.failure(cause=detail)
 
 
 def _b64(data: bytes) -> str:

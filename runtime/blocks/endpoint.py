@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapping
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode, ToolFailure
 from ..interpolation import lookup, render
 from ..limits import Limits
 from ..origins import misplaced_secrets, origin_of
@@ -52,20 +52,17 @@ class EndpointCall:
 
 
 def server_not_found(server_id: str) -> ToolFailure:
-    return ToolFailure("endpoint_server_not_found",
-                       f"servidor de integração não encontrado: serverId={server_id}")
+    return ErrorCode.ENDPOINT_SERVER_NOT_FOUND.failure(server=server_id)
 
 
 def endpoint_not_found(server_id: str, endpoint_id: str) -> ToolFailure:
-    return ToolFailure("endpoint_not_found", f"endpoint de integração não encontrado: "
-                                             f"endpointId={endpoint_id} serverId={server_id}")
+    return ErrorCode.ENDPOINT_NOT_FOUND.failure(endpoint=endpoint_id, server=server_id)
 
 
 def secret_origin_refused(endpoint_id: str, url: str, names: list[str]) -> ToolFailure:
-    return ToolFailure("secret_origin_mismatch",
-                       f"endpoint {endpoint_id}: os headers secretos {', '.join(names)} foram "
-                       f"salvos para outra origem; não são enviados a {origin_of(url)} "
-                       "(salve-os de novo para esta baseUrl)")
+    return ErrorCode.SECRET_ORIGIN_MISMATCH.failure(
+        "salve-os de novo para esta baseUrl", what=f"endpoint {endpoint_id}",
+        saved="outra origem", target=origin_of(url), secrets=f"headers {', '.join(names)}")
 
 
 def parse_server(server_id: str, raw: bytes | str | None) -> dict[str, Any] | ToolFailure:
@@ -76,8 +73,7 @@ def parse_server(server_id: str, raw: bytes | str | None) -> dict[str, Any] | To
     except ValueError:
         config = None
     if not isinstance(config, dict) or not isinstance(config.get("endpoints"), dict):
-        return ToolFailure("endpoint_server_invalid", "servidor de integração com configuração "
-                                                      f"inválida: serverId={server_id}")
+        return ErrorCode.ENDPOINT_SERVER_INVALID.failure(server=server_id)
     return config
 
 
@@ -110,7 +106,7 @@ async def call_endpoint(
     try:
         request = prepare_request(server, endpoint, params)
     except ValueError as exc:
-        call.error = ToolFailure("endpoint_body_invalid", f"endpoint {endpoint_id}: {exc}")
+        call.error = ErrorCode.ENDPOINT_BODY_INVALID.failure(endpoint=endpoint_id, cause=exc)
         return call
     call.method, call.url = request.method, request.url
     misplaced = misplaced_secrets(request.url, request.secret_origins)
@@ -129,8 +125,8 @@ async def call_endpoint(
         call.status, call.body = status, decode_body(reply.body, reply.content_type)
         call.headers = reply.headers
         if status >= 400:
-            call.error = ToolFailure("http_status",
-                                     f"{request.method} {request.url}: HTTP {status}")
+            call.error = ErrorCode.HTTP_STATUS.failure(method=request.method, url=request.url,
+                                                       status=status)
     call.duration_ms = int((time.perf_counter() - started) * 1000)
     return call
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from chatflow.schemas.definition import HttpCallBlock
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode, ToolFailure
 from ..interpolation import UnsafeUrlTemplate, render_url
 from ..limits import Limits
 from ..outbound import Outbound
@@ -32,10 +32,9 @@ def decode_body(content: bytes, content_type: str) -> Any:
 def body_failure(failure: ToolFailure) -> ToolFailure:
     """The Outbound's size cap, as httpCall and callEndpoint name it: the body they would keep
     in a variable is over ``CHATFLOW_HTTP_MAX_BODY_BYTES`` (the read stopped there)."""
-    if failure.code != "http_response_too_large":
+    if failure.code != ErrorCode.HTTP_RESPONSE_TOO_LARGE:
         return failure
-    return ToolFailure("http_body_too_large", f"{failure.message} (CHATFLOW_HTTP_MAX_BODY_BYTES); "
-                       "peça menos dados ao servidor (paginação, filtros) ou aumente o limite")
+    return ErrorCode.HTTP_BODY_TOO_LARGE.failure(cause=failure.message)
 
 
 def response_writes(block: Any, status: int | None, body: Any) -> dict[str, Any]:
@@ -56,7 +55,7 @@ async def run_http_call(
         url = render_url(block.url, state.variables, state.context, max_chars=cap)
     except UnsafeUrlTemplate as exc:
         return BlockOutcome(writes=response_writes(block, None, None),
-                            error=ToolFailure("http_invalid_url", str(exc)),
+                            error=ErrorCode.HTTP_INVALID_URL.failure(str(exc), url=block.url),
                             debug={"url": block.url, "method": block.method},
                             duration_ms=_ms(started))
     headers = {k: text_of(v, state, cap) for k, v in (block.headers or {}).items()}
@@ -73,7 +72,7 @@ async def run_http_call(
     debug["status"] = status
     error = None
     if status >= 400:
-        error = ToolFailure("http_status", f"{block.method} {url}: HTTP {status}")
+        error = ErrorCode.HTTP_STATUS.failure(method=block.method, url=url, status=status)
     return BlockOutcome(writes=response_writes(block, status, value), error=error, debug=debug,
                         duration_ms=_ms(started))
 

@@ -45,7 +45,7 @@ import filetype
 
 from chatflow.schemas.definition import FetchMediaBlock
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode, ToolFailure
 from ..interpolation import lookup, to_text
 from ..limits import Limits
 from ..outbound import Outbound
@@ -60,6 +60,12 @@ ROUTER_TOKEN_FIELD = "accessToken"
 GENERIC_MIME = "application/octet-stream"
 _META_MAX_BYTES = 64 * 1024
 _MASK = "***"
+# Outbound's failures as fetchMedia names them; any other is media_unreachable.
+_RELAYED: dict[str, ErrorCode] = {
+            ErrorCode.HTTP_TIMEOUT: ErrorCode.MEDIA_TIMEOUT,
+            ErrorCode.HTTP_INVALID_URL: ErrorCode.MEDIA_INVALID_URL,
+            ErrorCode.EGRESS_DENIED: ErrorCode.EGRESS_DENIED,
+            ErrorCode.EXECUTION_CANCELLED: ErrorCode.EXECUTION_CANCELLED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +150,9 @@ class MediaFetcher:
             async with asyncio.timeout(budget_ms / 1000):
                 data, mime = await self._fetch(state, block, token, budget_ms, debug)
         except TimeoutError:
-            failure = ToolFailure("media_timeout",
-                                  f"fetchMedia: mídia não baixada em {budget_ms / 1000:.1f}s "
-                                  "(prazo da tool)")
+            failure = ErrorCode.MEDIA_TIMEOUT.failure("prazo da tool", seconds=budget_ms / 1000)
         except ToolFailure as exc:
-            failure = ToolFailure(exc.code, scrub(exc.message, token, _bare(token)))
+            failure = exc.reworded(scrub(exc.message, token, _bare(token)))
         else:
             debug["result"] = {"mimeType": mime, "bytes": len(data)}
             writes = {block.base64Variable: base64.b64encode(data).decode("ascii"),
@@ -168,9 +172,7 @@ class MediaFetcher:
         router = state.context.get("router") or {}
         token = to_text(router.get(ROUTER_TOKEN_FIELD)) if isinstance(router, dict) else ""
         if not token.strip():
-            raise ToolFailure("media_token_missing",
-                              "fetchMedia (whatsapp): sem token da Graph API: defina authHeader "
-                              f"ou router.{ROUTER_TOKEN_FIELD} no contexto do comando")
+            raise ErrorCode.MEDIA_TOKEN_MISSING.failure(field=ROUTER_TOKEN_FIELD)
         return authorization(token)
 
     async def _fetch(self, state: ExecState, block: FetchMediaBlock, token: str, budget_ms: int,
@@ -182,8 +184,7 @@ class MediaFetcher:
         if block.mode == "whatsapp":
             media_id = to_text(variable_value(block.mediaIdVariable, state, cap)).strip()
             if not media_id:
-                raise ToolFailure("media_id_missing", "fetchMedia: a variável "
-                                  f"{block.mediaIdVariable!r} não tem mediaId")
+                raise ErrorCode.MEDIA_ID_MISSING.failure(name=block.mediaIdVariable)
             url, stated = await self._resolve(media_id, headers, timeout_s, debug)
             # Graph API and its CDN: a third party, which gets no trace context.
             data, content_type = await self._download(url, headers, timeout_s, debug, False)
@@ -193,8 +194,7 @@ class MediaFetcher:
             if not url.startswith(("http://", "https://")):
                 url = to_text(variable_value(block.urlVariable, state, cap)).strip()
             if not url:
-                raise ToolFailure("media_url_missing",
-                                  f"fetchMedia: a variável {block.urlVariable!r} não tem URL")
+                raise ErrorCode.MEDIA_URL_MISSING.failure(name=block.urlVariable)
             debug["url"] = url
         data, content_type = await self._download(url, headers, timeout_s, debug)
         return data, best_mime(stated or content_type, data)
@@ -207,18 +207,15 @@ class MediaFetcher:
         status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, False)
         debug["status"] = status
         if status >= 400:
-            raise ToolFailure("media_http_status",
-                              f"fetchMedia: Graph API GET {meta_url}: HTTP {status}: "
-                              f"{error_message_of(body)}")
+            raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"Graph API GET {meta_url}",
+                                                      status=status, cause=error_message_of(body))
         try:
             meta = json.loads(body)
             url = meta["url"]
             if not isinstance(url, str) or not url:
                 raise ValueError("url")
         except (ValueError, KeyError, TypeError) as exc:
-            raise ToolFailure("media_bad_response",
-                              f"fetchMedia: Graph API GET {meta_url}: resposta sem 'url' "
-                              f"para mediaId={media_id}") from exc
+            raise ErrorCode.MEDIA_BAD_RESPONSE.failure(url=meta_url, media_id=media_id) from exc
         size = meta.get("file_size")
         if isinstance(size, int) and size > self.config.max_bytes:
             raise self._too_large(f"mediaId={media_id} tem {size} bytes")
@@ -231,9 +228,8 @@ class MediaFetcher:
                                                      self.config.max_bytes, traced)
         debug["status"] = status
         if status >= 400:
-            raise ToolFailure("media_http_status",
-                              f"fetchMedia: GET {_no_query(url)}: HTTP {status}: "
-                              f"{error_message_of(data)}")
+            raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"GET {_no_query(url)}",
+                                                      status=status, cause=error_message_of(data))
         return data, content_type
 
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
@@ -242,17 +238,14 @@ class MediaFetcher:
             return await self.client.send("GET", url, headers=headers, content=None,
                               timeout_s=timeout_s, max_bytes=max_bytes, traced=traced)
         except ToolFailure as exc:
-            if exc.code == "http_response_too_large":
+            if exc.code == ErrorCode.HTTP_RESPONSE_TOO_LARGE:
                 raise self._too_large(f"GET {_no_query(url)}") from exc
-            code = {"http_timeout": "media_timeout", "http_invalid_url": "media_invalid_url",
-                    "egress_denied": "egress_denied", "execution_cancelled": "execution_cancelled",
-                    }.get(exc.code, "media_unreachable")
-            raise ToolFailure(code, f"fetchMedia: {exc.message}") from exc
+            code = _RELAYED.get(exc.code, ErrorCode.MEDIA_UNREACHABLE)
+            raise code.with_message(f"fetchMedia: {exc.message}") from exc
 
     def _too_large(self, what: str) -> ToolFailure:
         cap = self.config.max_bytes
-        return ToolFailure("media_too_large",
-                           f"fetchMedia: mídia maior que o limite de {size_text(cap)}: {what}")
+        return ErrorCode.MEDIA_TOO_LARGE.failure(cap=size_text(cap), what=what)
 
 
 def _bare(header: str) -> str:

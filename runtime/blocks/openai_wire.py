@@ -27,12 +27,19 @@ from typing import Any
 
 import httpx
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode, ToolFailure
 from ..outbound import Outbound
 from .media import error_message_of, scrub
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 JSON_INSTRUCTION = "Respond with a single valid JSON object."
+# Outbound's failures as callAI names them; any other is llm_unreachable.
+_RELAYED: dict[str, ErrorCode] = {
+            ErrorCode.HTTP_TIMEOUT: ErrorCode.LLM_TIMEOUT,
+            ErrorCode.HTTP_INVALID_URL: ErrorCode.LLM_INVALID_URL,
+            ErrorCode.HTTP_RESPONSE_TOO_LARGE: ErrorCode.LLM_RESPONSE_TOO_LARGE,
+            ErrorCode.EGRESS_DENIED: ErrorCode.EGRESS_DENIED,
+            ErrorCode.EXECUTION_CANCELLED: ErrorCode.EXECUTION_CANCELLED}
 
 _AUDIO_EXTENSIONS = {
     "audio/ogg": "ogg", "audio/opus": "ogg", "application/ogg": "ogg",
@@ -132,7 +139,7 @@ def transcription_request(audio: bytes, mime: str, filename: str, model: str,
 # -- responses -----------------------------------------------------------------------
 
 def _bad(what: str) -> ToolFailure:
-    return ToolFailure("llm_bad_response", f"callAI: resposta inesperada do provedor: {what}")
+    return ErrorCode.LLM_BAD_RESPONSE.failure(what=what)
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -162,7 +169,7 @@ def parse_chat(body: bytes, requested_model: str) -> Reply:
     message = _dict(choice.get("message"))
     content = message.get("content")
     if content is None and message.get("refusal"):
-        raise ToolFailure("llm_refused", f"callAI: o modelo recusou: {message['refusal']}")
+        raise ErrorCode.LLM_REFUSED.failure(refusal=message["refusal"])
     if not isinstance(content, str):
         raise _bad("choices[0].message.content ausente")
     usage = _dict(data.get("usage"))
@@ -201,15 +208,11 @@ async def post(client: Outbound, base_url: str, api_key: str, request: WireReque
         status, body, _ = await client.send("POST", url, headers=headers, content=request.body,
                                      timeout_s=timeout_s, max_bytes=MAX_RESPONSE_BYTES)
     except ToolFailure as exc:
-        code = {"http_timeout": "llm_timeout", "http_invalid_url": "llm_invalid_url",
-                "http_response_too_large": "llm_response_too_large",
-                "egress_denied": "egress_denied", "execution_cancelled": "execution_cancelled",
-                }.get(exc.code, "llm_unreachable")
-        raise ToolFailure(code, scrub(f"{what}: {exc.message}", api_key)) from exc
+        code = _RELAYED.get(exc.code, ErrorCode.LLM_UNREACHABLE)
+        raise code.with_message(scrub(f"{what}: {exc.message}", api_key)) from exc
     return status, body
 
 
 def status_failure(status: int, body: bytes, api_key: str, what: str) -> ToolFailure:
     detail = scrub(error_message_of(body), api_key)
-    return ToolFailure("llm_http_status",
-                       f"{what}: o provedor respondeu HTTP {status}: {detail}".rstrip(": "))
+    return ErrorCode.LLM_HTTP_STATUS.failure(detail, what=what, status=status)

@@ -68,7 +68,7 @@ class BlockRunner:
         try:
             result = await self._run(state, block, now_ms)
         except RenderTooLarge as exc:
-            return BlockOutcome(error=ToolFailure("render_too_large", str(exc)))
+            return BlockOutcome(error=errors.render_too_large(exc))
         if isinstance(result, BlockOutcome):
             return self._bounded(state, result)
         return result
@@ -111,7 +111,7 @@ class BlockRunner:
         try:
             return self._child(state, block, raw)
         except RenderTooLarge as exc:
-            return BlockOutcome(error=ToolFailure("render_too_large", str(exc)))
+            return BlockOutcome(error=errors.render_too_large(exc))
 
     def _child(self, state: ExecState, block: CallToolBlock,
                raw: bytes | None) -> SpawnChild | ToolFailure:

@@ -6,7 +6,7 @@ import time
 
 from chatflow.schemas.definition import ExecuteScriptBlock
 
-from ..errors import ToolFailure
+from ..errors import ErrorCode
 from ..limits import Limits, json_size, script_result_too_large
 from ..outcome import BlockOutcome
 from ..sandbox import ScriptJob, ScriptSandbox
@@ -33,5 +33,6 @@ async def run_script(
                                 error=script_result_too_large(size, limits.script_result_max_bytes))
         return BlockOutcome(writes={block.outputVariable: outcome.value},
                             debug={"result": outcome.value}, duration_ms=duration)
-    failure = ToolFailure(outcome.code or "script_error", outcome.error or "script failed")
+    code = ErrorCode.lookup(outcome.code or "") or ErrorCode.SCRIPT_ERROR
+    failure = code.failure(cause=outcome.error or "script failed")
     return BlockOutcome(writes={block.outputVariable: ""}, error=failure, duration_ms=duration)

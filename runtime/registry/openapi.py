@@ -5,7 +5,7 @@ count with YAML aliases expanded, a deadline, no external ``$ref``); validation 
 ``openapi-spec-validator`` and ``$ref`` resolution ``jsonschema-path``, both given no
 handler for any URL scheme, so nothing outside the document can be fetched or read.
 Only name, path, method, declared params and the responses' descriptions are kept; the
-spec itself is not stored (seed).
+spec itself is not stored (docs/registry.md).
 """
 
 from __future__ import annotations

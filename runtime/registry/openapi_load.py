@@ -21,8 +21,10 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from ..errors import ChatflowError
 
-class OpenApiError(ValueError):
+
+class OpenApiError(ChatflowError, ValueError):
     """Raised when a spec cannot be read or is not valid OpenAPI; says where it broke."""
 
 
@@ -34,8 +36,8 @@ class SpecLimits:
     timeout_s: float = 10.0
 
 
-class _Deadline(Exception):
-    """Raised inside the composer when the time bound has passed."""
+class _Deadline(ChatflowError):
+    """Raised when the composer passes its time bound."""
 
 
 class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types

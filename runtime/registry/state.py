@@ -10,6 +10,11 @@ Workspaces: every record carries the ``workspace`` of the event that created it
 Events written before workspaces existed carry none and fold into
 :data:`DEFAULT_WORKSPACE`, which is how an upgraded log migrates: nothing is rewritten.
 
+Published versions: every ``tool.published`` event is one immutable version of its tool,
+numbered 1, 2, 3 ... (the event carries its number; a log from before versions is numbered
+in order as it folds). Saved test cases (``test.*`` events) are kept per tool. A purge drops
+both, but the numbering of a tool id only grows.
+
 Versions: every event that touches an entity bumps its ``version`` by one
 (and :data:`GRAPH_EVENTS` bump ``graph``);
 the log's append script keeps the same counters (``handlers.registry.log``),
@@ -27,6 +32,7 @@ from typing import Any
 from ..tenancy import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
 from ..tenancy import resolves
 from ..tenancy import workspace_of as workspace_of
+from .records import record_hash, record_of
 
 Record = dict[str, Any]
 # ("tool", toolId) · ("pt", publishedToolId) · ("server", id) · ("credential", id) · ("agent", id)
@@ -53,6 +59,11 @@ class RegistryState:
     published: dict[str, str] = field(default_factory=dict)  # publishedToolId -> toolId
     native_names: dict[str, str] = field(default_factory=dict)  # native_key -> toolId
     agent_workspaces: dict[str, str] = field(default_factory=dict)  # agentId -> workspace
+    versions: dict[str, list[Record]] = field(default_factory=dict)  # toolId -> oldest first
+    last_version: dict[str, int] = field(default_factory=dict)  # toolId -> highest ever
+    cases: dict[str, dict[str, Record]] = field(default_factory=dict)  # toolId -> caseId -> case
+    # toolId -> bumped by every test case event: a gated publish checks the cases it ran
+    cases_version: dict[str, int] = field(default_factory=dict)
     # Bumped by every event that changes what a publish may reference (publish, trash,
     # restore, purge, deleting a server, endpoint or credential): publishes and those
     # events check it, so a publish never races the removal of what it calls.
@@ -72,6 +83,9 @@ class RegistryState:
     def credential_in(self, cred_id: str, workspace: str) -> Record | None:
         cred = self.credentials.get(cred_id)
         return cred if cred is not None and resolves(workspace_of(cred), workspace) else None
+
+    def version_of(self, tool_id: str, number: int) -> Record | None:
+        return next((v for v in self.versions.get(tool_id, []) if v["version"] == number), None)
 
     def agent_visible(self, agent_id: str, workspace: str) -> bool:
         """An agent nobody linked yet is free; a linked one belongs to its first linker."""
@@ -177,9 +191,19 @@ def _tool_published(s: RegistryState, e: Record) -> set[Ref]:
     if tool is None:
         return set()
     pt = e["publishedToolId"]
-    tool["publishedTool"] = {"id": pt, "toolId": tool["id"], "name": e.get("name", tool["name"]),
-                             "definition": copy.deepcopy(e["definition"]),
-                             "publishedAt": iso(e["at"])}
+    name = str(e.get("name", tool["name"]))
+    definition = copy.deepcopy(e["definition"])  # shared by the version: neither is changed
+    number = int(e.get("version") or 0) or s.last_version.get(tool["id"], 0) + 1
+    s.last_version[tool["id"]] = max(number, s.last_version.get(tool["id"], 0))
+    tool["publishedTool"] = {"id": pt, "toolId": tool["id"], "name": name,
+                             "definition": definition, "publishedAt": iso(e["at"]),
+                             "version": number}
+    s.versions.setdefault(tool["id"], []).append({
+        "version": number, "publishedAt": iso(e["at"]), "publishedToolId": pt, "name": name,
+        "keyId": e.get("actor"), "keyName": e.get("actorName"), "note": e.get("note"),
+        "rollbackOf": e.get("rollbackOf"), "forced": e.get("forced"),
+        "hash": record_hash(record_of(pt, tool["id"], name, definition, workspace_of(tool))),
+        "definition": definition})
     s.published[pt] = tool["id"]
     _touch(tool, e["at"])
     return _tool_refs(s, tool)
@@ -207,8 +231,11 @@ def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
     tool = s.tools.get(e["id"])
     if tool is None:
         return set()
-    refs = _tool_refs(s, tool)  # read the links before they go (seed: "lidos antes do delete")
+    refs = _tool_refs(s, tool)  # read the links before they go: the delete removes them
     del s.tools[e["id"]]
+    s.versions.pop(e["id"], None)
+    s.cases.pop(e["id"], None)
+    s.cases_version.pop(e["id"], None)
     pt = (tool.get("publishedTool") or {}).get("id")
     if pt:
         s.published.pop(pt, None)
@@ -219,6 +246,28 @@ def _tool_purged(s: RegistryState, e: Record) -> set[Ref]:
             tools.remove(e["id"])
             s.agent_versions[agent] = s.agent_versions.get(agent, 0) + 1
     return refs
+
+
+def _case_saved(s: RegistryState, e: Record) -> set[Ref]:
+    """``test.created`` / ``test.updated``: the case as sent, versioned and stamped."""
+    tool_id = e["toolId"]
+    if tool_id not in s.tools:
+        return set()
+    cases = s.cases.setdefault(tool_id, {})
+    case = copy.deepcopy(e["case"])
+    old = cases.get(case["id"])
+    case.update(toolId=tool_id, version=int((old or {}).get("version", 0)) + 1,
+                createdAt=(old or {}).get("createdAt") or iso(e["at"]), updatedAt=iso(e["at"]),
+                createdBy=(old or {}).get("createdBy") or e.get("actor"))
+    cases[case["id"]] = case
+    s.cases_version[tool_id] = s.cases_version.get(tool_id, 0) + 1
+    return set()
+
+
+def _case_deleted(s: RegistryState, e: Record) -> set[Ref]:
+    if s.cases.get(e["toolId"], {}).pop(e["id"], None) is not None:
+        s.cases_version[e["toolId"]] = s.cases_version.get(e["toolId"], 0) + 1
+    return set()
 
 
 def _table(s: RegistryState, kind: str) -> dict[str, Record]:
@@ -323,4 +372,7 @@ _HANDLERS: dict[str, Callable[[RegistryState, Record], set[Ref]]] = {
     "credential.deleted": _deleted("credential"),
     "agent.linked": _agent_linked,
     "agent.unlinked": _agent_unlinked,
+    "test.created": _case_saved,
+    "test.updated": _case_saved,
+    "test.deleted": _case_deleted,
 }

@@ -17,6 +17,7 @@ from typing import Any
 from chatflow.schemas.llm import OPENAI_BASE_URL
 
 from ..origins import origin_of
+from .records import record_of
 from .state import Record, RegistryState, workspace_of
 
 MASK = "••••••••"
@@ -43,6 +44,7 @@ def tool_view(tool: Record) -> Record:
         "status": tool_status(tool),
         "enabledForAI": bool(definition.get("enabledForAI")), "slug": definition.get("slug"),
         "publishedToolId": published["id"] if published else None,
+        "publishedVersion": published.get("version") if published else None,
         "publishedTool": published,
         "createdAt": tool.get("createdAt"), "updatedAt": tool.get("updatedAt"),
         "deletedAt": tool.get("deletedAt"),
@@ -53,8 +55,8 @@ def published_record(tool: Record) -> Record | None:
     published = tool.get("publishedTool")
     if not published or tool.get("deletedAt") or tool.get("kind") == "native":
         return None
-    return {"id": published["id"], "toolId": tool["id"], "name": published.get("name", ""),
-            "definition": published["definition"], "workspace": workspace_of(tool)}
+    return record_of(published["id"], tool["id"], published.get("name", ""),
+                     published["definition"], workspace_of(tool))
 
 
 def _masked_headers(headers: list[Record]) -> list[Record]:
@@ -126,7 +128,7 @@ def credential_cache(cred: Record, decrypt: Decrypt) -> Record:
 
 
 def agent_cache(state: RegistryState, agent_id: str) -> Record | None:
-    """The agent's tools, trash filtered out (seed: populateAiAgentCache)."""
+    """The agent's tools, trash filtered out: what an agent's cache entry lists."""
     tool_ids = state.agents.get(agent_id)
     if not tool_ids:
         return None
@@ -153,7 +155,8 @@ def agent_tool(tool: Record) -> Record:
 
 
 def function_description(tool_description: str | None, definition: Record) -> str:
-    """Seed "Descrição": definition.description, else Tool.description, plus returnDescription."""
+    """A tool's description for a model: definition.description, else Tool.description, plus
+    returnDescription (one fallback, docs/agents.md)."""
     text = definition.get("description") or tool_description or ""
     if definition.get("returnDescription"):
         text = f"{text} {definition['returnDescription']}".strip()

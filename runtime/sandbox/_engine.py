@@ -43,6 +43,7 @@ from py_mini_racer._mini_racer import _make_context
 from py_mini_racer._set_timeout import INSTALL_SET_TIMEOUT
 from py_mini_racer._value_handle import ValueHandle
 
+from ..errors import ChatflowError
 from ._codec import CompileCache, Progress, decode_progress, js_string
 from ._prelude import prelude
 
@@ -73,15 +74,15 @@ def parked_engines() -> int:
 
 
 @dataclass
-class EngineFailure(Exception):
+class EngineFailure(ChatflowError):
     """Raised when a batch eval did not return normally."""
 
     kind: FailureKind
     message: str
 
 
-class EngineInterrupted(Exception):
-    """The lane is closing: the running eval was cancelled (the engine must be closed)."""
+class EngineInterrupted(ChatflowError):
+    """Raised when the lane is closing: the running eval was cancelled (the engine must be closed)."""
 
 
 class _Inbox:

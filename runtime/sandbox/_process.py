@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
+from ..errors import ChatflowError
 from ._codec import PreparedJob
 from ._protocol import HEADER, decode_response, encode_request
 from ._types import SCRIPT_ERROR, SCRIPT_MEMORY, ScriptLimits, ScriptOutcome
@@ -28,8 +29,8 @@ STARTUP_TIMEOUT_S = 60.0
 _STDERR_TAIL = 8192
 
 
-class WorkerCrashed(Exception):
-    """The worker exited (or hung) before answering."""
+class WorkerCrashed(ChatflowError):
+    """Raised when the worker exited (or hung) before answering."""
 
 
 class WorkerProcess:

@@ -6,11 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-SCRIPT_ERROR: Final = "script_error"
-SCRIPT_TIMEOUT: Final = "script_timeout"
-SCRIPT_MEMORY: Final = "script_memory"
-SCRIPT_SYNTAX: Final = "script_syntax"
-SCRIPT_RESULT: Final = "script_result"
+from ..errors import ErrorCode
+
+# The codes a script's outcome carries: rows of the error table (the prelude's JavaScript
+# spells the same strings; tests/test_error_codes.py checks them).
+SCRIPT_ERROR: Final = str(ErrorCode.SCRIPT_ERROR)
+SCRIPT_TIMEOUT: Final = str(ErrorCode.SCRIPT_TIMEOUT)
+SCRIPT_MEMORY: Final = str(ErrorCode.SCRIPT_MEMORY)
+SCRIPT_SYNTAX: Final = str(ErrorCode.SCRIPT_SYNTAX)
+SCRIPT_RESULT: Final = str(ErrorCode.SCRIPT_RESULT)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ from tests.api.support import ENCRYPTION_KEY, Api, Upstream, api_settings, runni
 SECRETS = ("Bearer server-secret-777", "endpoint-secret-888", "sk-llm-secret-999")
 
 
-def test_encryption_round_trips_as_iv_hex_colon_cipher_hex() -> None:
+def test_encryption_round_trips_as_key_id_colon_iv_hex_colon_cipher_hex() -> None:
     box = SecretBox(ENCRYPTION_KEY)
     token = box.encrypt("Bearer abc")
-    assert re.fullmatch(r"[0-9a-f]{32}:[0-9a-f]+", token)
+    assert re.fullmatch(r"[0-9a-f]{8}:[0-9a-f]{32}:[0-9a-f]+", token)
+    assert token.split(":")[0] == box.current_id
     assert box.decrypt(token) == "Bearer abc"
     assert box.encrypt("Bearer abc") != token  # a fresh IV every time
-    iv, data = (bytes.fromhex(part) for part in token.split(":"))
+    iv, data = (bytes.fromhex(part) for part in token.split(":")[1:])
     dec = Cipher(algorithms.AES(bytes.fromhex(ENCRYPTION_KEY)), modes.CBC(iv)).decryptor()
     unpad = padding.PKCS7(128).unpadder()
     plain = unpad.update(dec.update(data) + dec.finalize()) + unpad.finalize()
@@ -33,8 +34,10 @@ def test_encryption_round_trips_as_iv_hex_colon_cipher_hex() -> None:
 
 def test_a_wrong_key_or_a_missing_key_is_a_clear_error() -> None:
     token = SecretBox(ENCRYPTION_KEY).encrypt("x")
-    with pytest.raises(Invalid, match="cannot be decrypted"):
+    with pytest.raises(Invalid, match=r"written with key .* not among the configured keys"):
         SecretBox(new_key()).decrypt(token)
+    with pytest.raises(Invalid, match="cannot be decrypted"):  # the format before key ids
+        SecretBox(new_key()).decrypt(token.split(":", 1)[1])
     with pytest.raises(Invalid, match="CHATFLOW_ENCRYPTION_KEY"):
         SecretBox(None).encrypt("x")
     with pytest.raises(Invalid, match="32 bytes"):

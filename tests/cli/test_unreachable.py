@@ -20,7 +20,9 @@ IN_A_PROCESS = [["worker"], ["exec", "--tool", "pt-x"], ["tail", "--contact", "c
 # The rest through main() in this process (the same code path, without an interpreter each):
 IN_PROCESS = [["stats"], ["executions"], ["cancel", "0-abc"], ["replay", "0-abc"],
               ["tools", "list"], ["servers", "list"], ["registry", "rebuild"],
-              ["projections", "run"], ["keys", "list"], ["up", "--no-api", "--no-examples"]]
+              ["projections", "run"], ["keys", "list"], ["up", "--no-api", "--no-examples"],
+              ["test"], ["export", "unreachable-export"],
+              ["tools", "versions", "t-x"]]
 
 
 def check_line(err: str, port: int, name: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from chatflow.runtime.state import LogEntry, decode_log, encode_log
-from chatflow.schemas.wire import ToolError
+from chatflow.schemas.wire import ErrorInfo
 
 ROOT = "2-16edb9e2998374597e8a995d72d6740c"
 
@@ -25,7 +25,7 @@ def one_hop_entries() -> list[LogEntry]:
         LogEntry("block", ROOT, 1_796_197_039_966, blockId="c", blockType="callTool",
                  durationMs=0, ok=True, next="r", writes={"o": "7"}),
         LogEntry("aborted", ROOT, 1_796_197_039_970, ok=False,
-                 error=ToolError("TOOL_TIMEOUT", "took too long"), matchedConditionId="m"),
+                 error=ErrorInfo("TOOL_TIMEOUT", "took too long"), matchedConditionId="m"),
     ]
 
 

@@ -213,7 +213,7 @@ def test_a_commit_batch_counts_every_metric_and_label_as_one_transition_at_a_tim
     from types import SimpleNamespace
 
     from chatflow.runtime.state import Emit, LogEntry, Transition
-    from chatflow.schemas.wire import ToolError
+    from chatflow.schemas.wire import ErrorInfo
 
     monkeypatch.setattr(metrics, "tool_label", metrics.BoundedLabel(10))
     monkeypatch.setattr(metrics, "code_label",
@@ -229,7 +229,7 @@ def test_a_commit_batch_counts_every_metric_and_label_as_one_transition_at_a_tim
         return LogEntry("block", "0-a", 1, blockId="b", blockType=kind, durationMs=ms, ok=ok)
 
     def ended(kind: str, code: str) -> LogEntry:
-        return LogEntry(kind, "0-a", 2, error=ToolError(code, "why"))
+        return LogEntry(kind, "0-a", 2, error=ErrorInfo(code, "why"))
 
     usage = Emit("llm_usage", "c", msgspec.json.encode(
         {"toolId": "t", "publishedToolId": "pt-batch-a", "credentialId": "c",

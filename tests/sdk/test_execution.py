@@ -13,7 +13,7 @@ import pytest
 from pydantic import Field
 
 from chatflow_agent import Tool, ToolExecutionError, tool
-from chatflow_agent.errors import ConfigurationError, ToolArgumentsError
+from chatflow_agent.errors import SettingsError, ToolArgumentsError
 from chatflow_agent.settings import TOOL_THREADS, tool_threads
 from chatflow_agent.tools import configure_tool_threads
 
@@ -249,5 +249,5 @@ def test_the_tool_thread_count_comes_from_the_sdk_settings_and_a_bad_one_is_name
     assert tool_threads(6) == 3
     for bad in ("many", "0", "-2"):
         monkeypatch.setenv(TOOL_THREADS, bad)
-        with pytest.raises(ConfigurationError, match=f"CHATFLOW_AGENT_TOOL_THREADS.*{bad!r}"):
+        with pytest.raises(SettingsError, match=f"CHATFLOW_AGENT_TOOL_THREADS.*{bad!r}"):
             tool_threads(6)

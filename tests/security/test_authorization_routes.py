@@ -20,7 +20,8 @@ from chatflow.handlers.settings import Settings
 DEFINITION_FIELDS = {"definition", "block", "blocks"}
 # What starts an execution from a route: the inline runner (test runs), a fork, a publish
 # (a published tool is what commands run), a rollback, saved test cases.
-STARTS = re.compile(r"\.inline\.run\(|start_fork\(|\.publish\(|\.rollback\(|run_cases\(")
+STARTS = re.compile(r"\.inline\.run\(|start_fork\(|\.publish\(|publish_gated\(|\.rollback\(|"
+                    r"run_cases\(")
 
 
 def _fields(annotation: Any) -> set[str]:
@@ -68,5 +69,6 @@ def test_every_route_that_takes_a_definition_or_starts_a_run_is_authorized() -> 
                   "['POST'] /api/tools/{tool_id}/publish", "['POST'] /api/tools",
                   "['PATCH'] /api/tools/{tool_id}", "['POST'] /api/definitions/check",
                   "['POST'] /api/executions/{execution_id}/fork",
-                  "['POST'] /internal/tools/execute"):
+                  "['POST'] /internal/tools/execute", "['POST'] /api/tools/{tool_id}/rollback",
+                  "['POST'] /api/tools/{tool_id}/tests/run"):
         assert known in guarded, (known, guarded)

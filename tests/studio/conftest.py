@@ -39,7 +39,7 @@ async def studio(redis_url: str, prefix: str, browser: Any) -> AsyncIterator[Stu
 @pytest.fixture
 async def history_studio(redis_url: str, prefix: str, browser: Any,
                          tmp_path: Path) -> AsyncIterator[Studio]:
-    """The Studio with a run history (SQLite in the test's folder); a module may define its own."""
+    """The Studio with a run history (SQLite in the test's folder)."""
     url = f"sqlite:///{tmp_path / 'history.db'}"
     async with running_studio(redis_url, prefix, browser, history_url=url,
                               history_auto_migrate=True) as s:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,21 +16,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
 from tests.studio.test_live import calling, publish
 from tests.support.http import serve_asgi
 
 SECRET = "s3cr3t-T0KEN-value-4242"
 CONTACT = "5511970001111"
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 @pytest.fixture

@@ -5,23 +5,10 @@ a real run history (SQLite), Debian's Chromium."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.studio.support import Studio, running_studio
+from tests.studio.support import Studio
 from tests.studio.test_live import publish
-
-
-@pytest.fixture
-async def history_studio(redis_url: str, prefix: str, browser: Any,
-                         tmp_path: Path) -> AsyncIterator[Studio]:
-    url = f"sqlite:///{tmp_path / 'history.db'}"
-    async with running_studio(redis_url, prefix, browser, history_url=url,
-                              history_auto_migrate=True) as s:
-        yield s
 
 
 def greeting() -> dict[str, Any]:

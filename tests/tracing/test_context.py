@@ -6,7 +6,9 @@ In-process workers on a real Valkey, a loopback upstream and a loopback OTLP rec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -62,13 +64,26 @@ async def root_log(h: Harness, exec_id: str) -> list[Any]:
     return decode_log(raw or b"")
 
 
+@contextmanager
+def debug_logs() -> Iterator[list[MutableMapping[str, Any]]]:
+    """Every log line, debug ones included, whatever level an earlier test of this process
+    configured (capture_logs keeps the configured level filter)."""
+    before = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with structlog.testing.capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**before)
+
+
 async def test_a_malformed_traceparent_is_ignored_and_the_trace_starts_at_the_command(
         redis_url: str, prefix: str, upstream: LoopbackServer, otlp: Receiver) -> None:
     h = Harness(redis_url, prefix, otel_traces_endpoint=otlp.endpoint)
     try:
         await h.put_tool("t", http_tool(upstream.base))
         await h.start_worker()
-        with structlog.testing.capture_logs() as logs:
+        with debug_logs() as logs:
             results = [await h.run_command(with_trace(h.command("t"), bad))
                        for bad in ("00-zz-not-a-header", 12345, "00-" + "0" * 32 + "-" + PARENT + "-01")]
         assert all(r.ok and r.result == "1" for r in results), results

@@ -6,7 +6,9 @@
 import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { h } from "../dom.js";
+import { casesPanel } from "../cases.js";
 import { recentRuns } from "../pages/tools.js";
+import { versionsPanel } from "../versions.js";
 import { problemsPanel } from "./problems.js";
 import { agentsPanel, inputsPanel } from "./sidePanels.js";
 import { testPanel } from "./testPanel.js";
@@ -23,6 +25,7 @@ import { testPanel } from "./testPanel.js";
  * @property {any} saved  the tool as the API had it when the page opened
  * @property {(path: string) => void} jump  goes to a problem path's control (or JSON)
  * @property {() => void} flush  applies what is typed in the JSON view
+ * @property {((t: any) => void)[]} published  told of each publish or rollback (the tool as published)
  *
  * @typedef {{ slot: "side"|"below", make: (env: BuilderEnv) => (HTMLElement|null|Promise<HTMLElement|null>) }} Panel
  */
@@ -40,6 +43,8 @@ export const PANELS = [
   { slot: "side", make: inputsPanel },
   { slot: "side", make: agentsPanel },
   { slot: "below", make: testPanel },
+  { slot: "below", make: casesPanel },
+  { slot: "below", make: versionsPanel },
   { slot: "below", make: ({ tool }) => (tool.id === null ? null : recentRuns(tool.id)) },
   { slot: "below", make: daysPanel },
 ];

@@ -2,6 +2,7 @@
 // a mark while it has unsaved changes, and Undo, Redo, Save, Publish and Move to trash; leaving
 // with unsaved changes asks first. A tool made by "New tool" exists only from its first save.
 import { api, ApiError } from "../api.js";
+import { gateFailures } from "../cases.js";
 import { confirmDialog } from "../dialog.js";
 import { button, field, h } from "../dom.js";
 import { refusal } from "../pages/tools.js";
@@ -17,14 +18,17 @@ const enc = encodeURIComponent;
  * @property {boolean} rw
  * @property {{id: string|null}} tool  the tool's id, null until a new tool's first save
  * @property {() => void} flush  applies what is typed in the JSON view
+ * @property {((t: any) => void)[]} published  told of each publish (the tool as published)
  */
 
-/** "draft · version 3", "published · published as pt-…". */
+/** "draft", "published · published as pt-… · version 3": the live version's number (a save
+ * bumps only the draft's revision, which is not shown). */
 function stateText(t) {
   if (!t) return "new · not saved yet";
   const pub = t.publishedTool || null;
+  const live = t.publishedVersion ?? (pub ? pub.version : undefined);
   return `${t.status || (pub ? "published" : "draft")}${pub ? ` · published as ${pub.id}` : ""}`
-    + `${t.version !== undefined ? ` · version ${t.version}` : ""}`;
+    + `${live !== undefined && live !== null ? ` · version ${live}` : ""}`;
 }
 
 /** Undo/redo from the keyboard, except inside a text field (which has its own undo). */
@@ -91,11 +95,20 @@ export function toolDoc(env, saved) {
     catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (err.problems.length) problems.set(err.problems);
-      out.replaceChildren(refusal(err));
+      // The publish gate's failing cases and their runs, beside the Publish button.
+      out.replaceChildren(err.body.error === "tests_failed" ? gateFailures(err, { force: publish }) : refusal(err));
     }
   }
-  const publish = () => act(async () => { await save(); return api("POST", `/tools/${enc(tool.id)}/publish`); },
-    (t) => { doc.saved(t); return `Published as ${t.publishedTool ? t.publishedTool.id : t.publishedToolId}.`; });
+  env.published.push((t) => doc.saved(t));
+  /** Publishes the draft; its saved test cases run first (a ``note``: with force, past them). */
+  function publish(note) {
+    const body = note === undefined ? {} : { force: true, note };
+    return act(async () => { await save(); return api("POST", `/tools/${enc(tool.id)}/publish`, body); },
+      (t) => {
+        for (const fn of env.published) fn(t);
+        return `Published as ${t.publishedTool ? t.publishedTool.id : t.publishedToolId}, version ${t.publishedVersion}.`;
+      });
+  }
   const actions = rw ? docActions(env, doc, { saveBtn, publish, act }) : null;
   return { heading, state: doc.state, out, actions,
     fields: h("section", { class: "card", "aria-label": "Name and description" },
@@ -131,6 +144,6 @@ function docActions(env, doc, { saveBtn, publish, act }) {
     await act(async () => { await api("DELETE", `/tools/${enc(tool.id)}`); doc.forget(); ctx.go("#/trash"); }, () => "Moved to the trash.");
   }
   return h("div", { class: "actions" }, undoBtn, redoBtn, saveBtn,
-    button("Publish", publish, { class: "primary" }),
+    button("Publish", () => publish(), { class: "primary" }),
     button(tool.id === null ? "Discard" : "Move to trash", trash, { class: "danger" }));
 }

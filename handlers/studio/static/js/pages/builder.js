@@ -29,7 +29,8 @@ async function load(ctx, toolId, newName) {
   const problems = createProblems(store);
   if (ctx.canWrite) store.subscribe((change) => { if (change.name !== "select") problems.check(); });
   return { store, problems, ctx, rw: ctx.canWrite, schemas: schemaCache, saved, tool: { id: toolId },
-    lookups: { tools: tools.filter((t) => t.id !== toolId), servers, creds }, jump: null, flush: null };
+    lookups: { tools: tools.filter((t) => t.id !== toolId), servers, creds }, jump: null, flush: null,
+    published: [] };
 }
 
 export async function builderPage(ctx, toolId, newName) {

@@ -4,6 +4,7 @@
 // read and wrote, its HTTP exchange, its error), a callTool's child run opened in place, and
 // "Run from here" (fork), whose answer shows next to the original's.
 import { api, ApiError } from "../api.js";
+import { saveAsCase } from "../cases.js";
 import { runOverlay, showRun } from "../canvas.js";
 import { button, field, h, json, when } from "../dom.js";
 import { blocksOf, readsOf } from "../graph.js";
@@ -159,7 +160,10 @@ export const BLOCK_ACTIONS = [
  * run's view and returns an element or null): a new action on a whole run is one entry here.
  * @type {((c: {ctx: any, view: any}) => (HTMLElement|null))[]}
  */
-export const RUN_ACTIONS = [];
+export const RUN_ACTIONS = [
+  // js/cases.js: the run's inputs and its blocks' recorded answers kept as a case of its tool.
+  ({ ctx, view }) => (ctx.canWrite ? saveAsCase(ctx, view.run) : null),
+];
 
 /** What a node read and wrote, its HTTP exchange, its error (the API masked any secret). */
 function nodeDetail(ctx, view, blockId) {

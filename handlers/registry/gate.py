@@ -1,0 +1,81 @@
+"""The publish gate: a tool's saved test cases run against its draft before it is published.
+
+Any failing case refuses the publish with 409 ``tests_failed``, listing each failure (its
+differences and the run it produced). An editor may force it (``force: true``); the failing
+case ids are then kept in the version (``forced``) beside its note. The publish is appended
+only while the cases that ran are still the tool's cases and the draft is the one they ran
+against: the event expects both versions (``tests:{toolId}``, ``tool:{toolId}``), so a case
+saved or a draft changed meanwhile makes it a conflict, never a silent pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chatflow.runtime.registry import RegistryState
+from chatflow.runtime.registry.validation import check_publish
+
+from .errors import Conflict, Invalid
+from .log import Append
+from .scope import SHELL, Grant, Scope
+from .testcases import CaseRunner
+from .tools import ToolOps, get_tool
+
+
+@dataclass(frozen=True, slots=True)
+class CasesHeld:
+    """What the cases said, held until the publish is appended (``ToolOps.publish``)."""
+
+    tool_id: str
+    cases_version: int
+    forced: dict[str, Any] | None = None
+
+    def hold(self, state: RegistryState, item: Append) -> None:
+        now = state.cases_version.get(self.tool_id, 0)
+        if now != self.cases_version:
+            raise Conflict(f"the test cases of tool {self.tool_id!r} changed while they ran; "
+                           "publish again", code="tests_changed")
+        item.expect[f"tests:{self.tool_id}"] = str(now)
+        if self.forced is not None:
+            item.event["forced"] = self.forced
+
+
+def failures(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: c[k] for k in ("id", "name", "differences", "executionId", "error", "result")}
+            for c in report["cases"] if not c["passed"]]
+
+
+async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
+                        version: int | None = None, note: str | None = None,
+                        force: bool = False, scope: Scope = SHELL,
+                        published_id: str | None = None) -> dict[str, Any]:
+    """Run the tool's cases on its draft, then publish it unless one fails (or ``force``).
+    The answer is the tool as published plus ``tests`` (passed, failed, forced).
+    ``published_id``: trusted callers only (``chatflow import``), as ``ToolOps.publish``."""
+    await tools.registry.catch_up()
+    state = tools.registry.state
+    tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
+    draft = int(tool["version"])
+    held = CasesHeld(tool_id, state.cases_version.get(tool_id, 0))
+    summary: dict[str, Any] = {"passed": 0, "failed": 0, "forced": False}
+    if state.cases.get(tool_id) and not tool.get("deletedAt"):
+        problems = check_publish(state, tool_id)  # a draft that cannot publish says so first
+        if problems:
+            raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
+                          problems=problems, code="invalid_definition")
+        report = await cases.run(tool_id, grant=Grant(scope.workspace, scope.actor, scope.name))
+        summary.update(passed=report["passed"], failed=report["failed"])
+        failed = failures(report)
+        if failed and not force:
+            raise Conflict(f"tool {tool_id!r} was not published: {len(failed)} of "
+                           f"{len(report['cases'])} saved test case(s) fail (fix the draft, "
+                           "or publish with force and a note)", code="tests_failed",
+                           failures=failed, passed=report["passed"], failed=report["failed"])
+        if failed:
+            summary["forced"] = True
+            held = CasesHeld(tool_id, held.cases_version, {"failed": [f["id"] for f in failed]})
+        version = draft if version is None else version  # the draft the cases judged
+    published = await tools.publish(tool_id, version, scope=scope, note=note, gate=held,
+                                    published_id=published_id)
+    return {**published, "tests": summary}
