@@ -352,7 +352,7 @@ class LogOutline(msgspec.Struct):
     blockId: str | None = msgspec.field(default=None, name="b")
     blockType: str | None = msgspec.field(default=None, name="y")
     durationMs: int | None = msgspec.field(default=None, name="m")
-    error: ToolError | None = msgspec.field(default=None, name="x")
+    error: ErrorInfo | None = msgspec.field(default=None, name="x")
     child: str | None = msgspec.field(default=None, name="c")
     detail: OutlineDetail | None = msgspec.field(default=None, name="d")
 
