@@ -1,9 +1,9 @@
 """OTLP/HTTP export of the tracing projection's spans: one ``ExportTraceServiceRequest`` per
 POST, many trees in it, sent by the OpenTelemetry SDK's own OTLP/HTTP client.
 
-* The request is opentelemetry-proto's generated ``ExportTraceServiceRequest``; its resource
-  (the SDK's ``Resource``: ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``) and
-  instrumentation scope are set once per request, not once per span as the SDK's span
+* The request's spans are written as protobuf bytes (``wire.py``); its resource (the SDK's
+  ``Resource``: ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``) and instrumentation
+  scope are serialized once by opentelemetry-proto, not once per span as the SDK's span
   encoder does (a third of its cost was hashing the resource for every span).
 * It is sent by the HTTP client inside the SDK's ``OTLPSpanExporter`` (built with the
   endpoint, it reads ``OTEL_EXPORTER_OTLP_HEADERS``, ``_COMPRESSION``, ``_TIMEOUT``, the
@@ -21,16 +21,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from .spans import Spans, put_all
+from . import wire
+from .spans import Spans
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource as SdkResource
 
 log = structlog.get_logger("chatflow.tracing")
 SCOPE_NAME = "chatflow"
+_SCOPE: bytes = InstrumentationScope(name=SCOPE_NAME).SerializeToString()
 
 
 class _Result(Protocol):
@@ -44,21 +46,16 @@ class _Client(Protocol):
 
 
 class Outgoing:
-    """One request being filled: its spans go straight into ``spans``."""
+    """One request being filled: its spans (``wire.span``'s) go into ``spans``."""
 
-    def __init__(self, resource: Resource, schema_url: str) -> None:
-        self.message = ExportTraceServiceRequest()
-        resource_spans = self.message.resource_spans.add()
-        resource_spans.resource.CopyFrom(resource)
-        resource_spans.schema_url = schema_url
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.name = SCOPE_NAME
-        self.spans: Spans = scope_spans.spans
+    def __init__(self, resource: bytes, schema_url: str) -> None:
+        self.resource = resource
+        self.schema_url = schema_url
+        self.spans: Spans = []
         self.count = 0  # spans in it
 
     def body(self) -> bytes:
-        body: bytes = self.message.SerializeToString()
-        return body
+        return wire.request(self.resource, self.schema_url, _SCOPE, self.spans)
 
 
 class Sender:
@@ -66,8 +63,10 @@ class Sender:
 
     def __init__(self, endpoint: str, resource: SdkResource, client: _Client | None = None
                  ) -> None:
-        self.resource = Resource()
-        put_all(self.resource.attributes, _attributes(resource.attributes))
+        message = Resource()
+        for key, value in _attributes(resource.attributes).items():
+            message.attributes.add(key=key).value.ParseFromString(wire.any_value(value))
+        self.resource: bytes = message.SerializeToString()
         self.schema_url = resource.schema_url or ""
         self._exporter: Any = None
         if client is None:

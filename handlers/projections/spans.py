@@ -1,8 +1,9 @@
 """The spans of one finished execution, built from its tree's event log as OTLP protobuf.
 
 Pure: an execution event (``stream:tool-executions``) and the outline of its tree's log
-(``chatflow.runtime.state.outline_log``) in, OTLP ``Span`` messages out (opentelemetry-proto's
-generated classes, appended to the request being filled: ``handlers/projections/otlp.py``),
+(``chatflow.runtime.state.outline_log``) in, OTLP ``Span`` messages out as protobuf bytes
+(``handlers/projections/wire.py``, appended to the request being filled:
+``handlers/projections/otlp.py``),
 with the ids ``handlers.operations.tracing`` derives. Only what a commit wrote is read, so only
 committed block visits become spans, and building them again (a redelivered event, a
 projection rebuilt) gives the same spans, byte for byte.
@@ -16,13 +17,11 @@ projection rebuilt) gives the same spans, byte for byte.
   (semantic conventions: method, masked URL, server, status); callAI's are GenAI model-call
   spans (``gen_ai.*``, chatflow_agent.otel's attributes).
 
-Spans are built straight into protobuf, not through the SDK's ``ReadableSpan`` and its
-encoder: that path cost ~70 µs a span (docs/scale.md "Tracing"). What spans share is
-serialized once by the library and merged into each (``Span.MergeFromString``; two
-serialized messages one after the other parse as their merge): an execution's trace, span id
-and ``chatflow.execution_id`` into each of its spans, a block's name, kind, id and type into
-each of its visits, a tool's name, kind and ids into each of its executions. Setting a field
-of a protobuf message from Python costs several times a merge of the same field.
+Spans are written straight as protobuf bytes, not through the SDK's ``ReadableSpan`` and its
+encoder (that path cost ~70 µs a span) nor opentelemetry-proto's generated classes (2.5 to
+6 µs a span from Python): docs/scale.md "Tracing". What spans share is written once and
+repeated as bytes: a block's name, kind and ids, a tool's, an execution's trace, parent and
+id.
 
 Secrets never reach a span: no header is recorded, URLs and messages are masked as the run
 history masks them (``chatflow.runtime.masking``, with the workspace's stored secret values),
@@ -31,13 +30,10 @@ and a URL's user and password are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableSequence, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
-
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span, SpanFlags, Status
 
 from chatflow.runtime.masking import mask_text
 from chatflow.runtime.state import LogEntry, LogOutline, OutlineDetail, outline_of
@@ -45,6 +41,7 @@ from chatflow.schemas.wire import ToolExecutionStreamEvent
 from chatflow_agent.otel import model_call_attributes
 
 from ..operations.traceids import call_span_id, execution_span_id, visit_span_id
+from . import wire
 
 if TYPE_CHECKING:  # operations.tracing imports the SDK, which this module does not need
     from ..operations.tracing import Tracing, TreeTrace
@@ -52,52 +49,14 @@ if TYPE_CHECKING:  # operations.tracing imports the SDK, which this module does 
 HTTP_BLOCKS = frozenset({"httpCall", "callEndpoint", "fetchMedia"})
 _MS = 1_000_000  # ns per ms
 _STATUS_TEXT = 200  # characters of an error message kept as a span's status description
-_INTERNAL, _CLIENT, _CONSUMER = (Span.SpanKind.SPAN_KIND_INTERNAL, Span.SpanKind.SPAN_KIND_CLIENT,
-                                 Span.SpanKind.SPAN_KIND_CONSUMER)
-_ERROR = Status.StatusCode.STATUS_CODE_ERROR
-# As the SDK's encoder sets them: every span says whether its parent is remote.
-_LOCAL_PARENT = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
-_REMOTE_PARENT = _LOCAL_PARENT | SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
+# As the SDK's encoder sets them (SpanFlags): every span says whether its parent is remote.
+_LOCAL_PARENT = 0x100  # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
+_REMOTE_PARENT = _LOCAL_PARENT | 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 _SHAPES_REMEMBERED = 4096  # blocks and tools whose spans' shared part is kept
 _NO_DETAIL = OutlineDetail()
-Spans = MutableSequence[Span]  # a ScopeSpans' ``spans``: what the builder appends to
-
-
-def put(attributes: MutableSequence[KeyValue], key: str, value: Any) -> None:
-    """One attribute, typed as the SDK's encoder types it (None is left out, as the SDK drops
-    it; a list of strings, numbers or booleans is an array)."""
-    if value is None:
-        return
-    kind = type(value)
-    if kind is str:
-        attributes.add(key=key).value.string_value = value  # type: ignore[attr-defined]
-    elif kind is bool:
-        attributes.add(key=key).value.bool_value = value  # type: ignore[attr-defined]
-    elif kind is int:
-        attributes.add(key=key).value.int_value = value  # type: ignore[attr-defined]
-    elif kind is float:
-        attributes.add(key=key).value.double_value = value  # type: ignore[attr-defined]
-    elif isinstance(value, list | tuple):
-        values = attributes.add(key=key).value.array_value.values  # type: ignore[attr-defined]
-        for item in value:
-            values.append(_scalar(item))
-    else:
-        attributes.add(key=key).value.string_value = str(value)  # type: ignore[attr-defined]
-
-
-def _scalar(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    return AnyValue(string_value=str(value))
-
-
-def put_all(attributes: MutableSequence[KeyValue], values: Mapping[str, Any]) -> None:
-    for key, value in values.items():
-        put(attributes, key, value)
+_EXECUTION_ID, _COMMAND_ID, _ROOT_ID, _CHILD_ID = (wire.key(f"chatflow.{name}") for name in (
+    "execution_id", "command_id", "root_execution_id", "child_execution_id"))
+Spans = list[bytes]  # a request's spans, each written by ``wire.span``
 
 
 def masked_url(url: str, secrets: Sequence[str] = ()) -> str:
@@ -180,15 +139,13 @@ def retry_events(detail: Mapping[str, Any] | OutlineDetail | None) -> list[Retry
     return events
 
 
-def _fail(span: Span, entry: LogOutline | None, secrets: Sequence[str], code: str | None = None
-          ) -> None:
+def _fail(entry: LogOutline | None, secrets: Sequence[str], code: str | None = None) -> bytes:
     """An error status: the entry's error (code and masked message), else ``code``."""
     error = entry.error if entry is not None else None
-    span.status.code = _ERROR
     if error is None:
-        span.status.message = code or ""
-    else:
-        span.status.message = f"{error.code}: {mask_text(error.message, secrets)[:_STATUS_TEXT]}"
+        return wire.status(wire.STATUS_ERROR, code or "")
+    text = f"{error.code}: {mask_text(error.message, secrets)[:_STATUS_TEXT]}"
+    return wire.status(wire.STATUS_ERROR, text)
 
 
 def _ms(iso: str, fallback: int) -> int:
@@ -207,7 +164,7 @@ class SpanBuilder:
 
     def __init__(self, tracing: Tracing) -> None:
         self.tracing = tracing
-        self._shapes: dict[tuple[Any, ...], bytes] = {}  # serialized shared parts
+        self._shapes: dict[tuple[Any, ...], bytes] = {}  # written shared parts
 
     def tree_of(self, root_id: str, log: Sequence[LogOutline]) -> TreeTrace:
         started = next((e for e in log if e.type == "started" and e.execId == root_id), None)
@@ -218,17 +175,18 @@ class SpanBuilder:
                                  state if isinstance(state, str) else "")
 
     def spans(self, event: ToolExecutionStreamEvent, log: Sequence[LogEntry | LogOutline],
-              secrets: Sequence[str] = ()) -> list[Span]:
-        """The execution span of ``event`` and its block spans; none when the tree is not
-        sampled. ``log``: the entries of the event's whole tree, in order; ``secrets``: the
-        workspace's stored secret values, masked wherever they appear."""
+              secrets: Sequence[str] = ()) -> list[bytes]:
+        """The execution span of ``event`` and its block spans, each a ``ScopeSpans``'
+        ``spans`` field (``wire.span``); none when the tree is not sampled. ``log``: the
+        entries of the event's whole tree, in order; ``secrets``: the workspace's stored
+        secret values, masked wherever they appear."""
         outline = [outline_of(e) if isinstance(e, LogEntry) else e for e in log]
         root_id = event.rootExecutionId or event.executionId.split(".", 1)[0]
         tree = self.tree_of(root_id, outline)
-        out = ScopeSpans()
+        out: Spans = []
         if event.executionId and tree.sampled:
-            self.add(out.spans, event, outline, tree, secrets)
-        return list(out.spans)
+            self.add(out, event, outline, tree, secrets)
+        return out
 
     def add(self, out: Spans, event: ToolExecutionStreamEvent, log: Sequence[LogOutline],
             tree: TreeTrace, secrets: Sequence[str] = ()) -> int:
@@ -243,31 +201,29 @@ class SpanBuilder:
         end_ms = end.at if end is not None else _ms(event.occurredAt, 0)
         start_ms = started.at if started is not None else end_ms - max(0, event.durationMs)
         own = _id(execution_span_id(exec_id), 8)
-        # What every span of this execution holds (its trace, its id), serialized once and
-        # merged into each; a block's span is this execution's span's child.
-        common = Span(trace_id=_id(tree.trace_id, 16), parent_span_id=own, flags=_LOCAL_PARENT)
-        put(common.attributes, "chatflow.execution_id", exec_id)
-        mark = common.SerializeToString()
+        trace_id = _id(tree.trace_id, 16)
         is_root = "." not in exec_id
-        tool = event.toolId or event.publishedToolId
-        span = out.add(span_id=own, start_time_unix_nano=start_ms * _MS,  # type: ignore[attr-defined]
-                       end_time_unix_nano=max(start_ms, end_ms) * _MS)
-        span.MergeFromString(mark + self._execution_shape(tool, event.publishedToolId,
-                                                          event.depth, is_root))
         if is_root and tree.parent_id:  # the producer's span, in its own process
-            span.parent_span_id, span.flags = _id(tree.parent_id, 8), _REMOTE_PARENT
+            ids = wire.ids(trace_id, _id(tree.parent_id, 8), _REMOTE_PARENT)
         else:
-            span.parent_span_id = _id(call_span_id(exec_id), 8) if not is_root else b""
-        attributes = span.attributes
-        put(attributes, "chatflow.command_id", event.commandId)
-        put(attributes, "chatflow.root_execution_id", root_id)
+            ids = wire.ids(trace_id, b"" if is_root else _id(call_span_id(exec_id), 8),
+                           _LOCAL_PARENT)
+        execution = wire.text(_EXECUTION_ID, exec_id)
+        tool = event.toolId or event.publishedToolId
+        parts = [ids, execution,
+                 self._execution_shape(tool, event.publishedToolId, event.depth, is_root),
+                 wire.text(_COMMAND_ID, event.commandId), wire.text(_ROOT_ID, root_id)]
         if event.errorCode:
-            put(attributes, "chatflow.error.code", event.errorCode)
-            put(attributes, "error.type", event.errorCode)
+            parts += [wire.attribute("chatflow.error.code", event.errorCode),
+                      wire.attribute("error.type", event.errorCode)]
         if self.tracing.contact:
-            put(attributes, "chatflow.contact_id", _contact(log, root_id))
+            parts.append(wire.attribute("chatflow.contact_id", _contact(log, root_id)))
         if (end is not None and end.error is not None) or not event.success:
-            _fail(span, end, secrets, event.errorCode)
+            parts.append(_fail(end, secrets, event.errorCode))
+        out.append(wire.span(own, start_ms * _MS, max(start_ms, end_ms) * _MS, *parts))
+        # What every block span of this execution holds (its trace, its parent: this
+        # execution's span, and its execution id), written once.
+        mark = wire.ids(trace_id, own, _LOCAL_PARENT) + execution
         return 1 + self._visits(out, mark, exec_id, mine, end, end_ms, secrets)
 
     def _visits(self, out: Spans, mark: bytes, exec_id: str, mine: list[LogOutline],
@@ -290,86 +246,75 @@ class SpanBuilder:
                                          e.at - (e.durationMs or 0), None)
             spawned = None
             ordinal += 1
-            self._block(out, mark, e, span_id, start, e.at, child, secrets)
+            out.append(self._block(mark, e, span_id, start, e.at, child, secrets))
             count += 1
         if spawned is not None and spawned.child:  # the tree ended while the child ran
-            self._block(out, mark, spawned, call_span_id(spawned.child), spawned.at, end_ms,
-                        spawned.child, secrets, end)
+            out.append(self._block(mark, spawned, call_span_id(spawned.child), spawned.at,
+                                   end_ms, spawned.child, secrets, end))
             count += 1
         return count
 
-    def _block(self, out: Spans, mark: bytes, e: LogOutline, span_id: int, start_ms: int,
-               end_ms: int, child: str | None, secrets: Sequence[str],
-               ended_by: LogOutline | None = None) -> None:
+    def _block(self, mark: bytes, e: LogOutline, span_id: int, start_ms: int, end_ms: int,
+               child: str | None, secrets: Sequence[str], ended_by: LogOutline | None = None
+               ) -> bytes:
         block_type = e.blockType or ("callTool" if e.type == "spawned" else "")
         detail = e.detail or _NO_DETAIL
-        span = out.add(span_id=_id(span_id, 8), start_time_unix_nano=start_ms * _MS,  # type: ignore[attr-defined]
-                       end_time_unix_nano=max(start_ms, end_ms) * _MS)
-        # Two serialized spans one after the other read as one span holding both (protobuf's
-        # merge): the execution's part and the block's.
-        span.MergeFromString(mark + self._block_shape(block_type, e.blockId or ""))
-        attributes = span.attributes
+        parts = [mark, self._block_shape(block_type, e.blockId or "")]
         if child:
-            put(attributes, "chatflow.child_execution_id", child)
+            parts.append(wire.text(_CHILD_ID, child))
         status: Any = None
         if block_type in HTTP_BLOCKS or block_type == "callAI":
             extra = _http_attributes(detail, secrets)
             status = extra.get("http.response.status_code")
             if block_type == "callAI":
                 extra.update(_ai_attributes(detail))
-            put_all(attributes, extra)
+            parts.append(wire.attributes(extra))
         failed = ended_by if ended_by is not None else e
         if failed.error is not None:
-            put(attributes, "chatflow.error.code", failed.error.code)
-            put(attributes, "error.type", failed.error.code)
+            parts += [wire.attribute("chatflow.error.code", failed.error.code),
+                      wire.attribute("error.type", failed.error.code)]
         elif isinstance(status, int) and status >= 400:
-            put(attributes, "error.type", str(status))
+            parts.append(wire.attribute("error.type", str(status)))
         if failed.error is not None or ended_by is not None:
-            _fail(span, failed, secrets)
+            parts.append(_fail(failed, secrets))
         if detail.attempts is not None:
-            _events(span, retry_events(detail), start_ms * _MS)
+            # An attempt without its time gets its block's start: a span built again is the
+            # same span (the SDK stamped such an event with the time it was built).
+            parts += [wire.event(event.name, event.timestamp or start_ms * _MS,
+                                 event.attributes) for event in retry_events(detail)]
+        return wire.span(_id(span_id, 8), start_ms * _MS, max(start_ms, end_ms) * _MS, *parts)
 
     def _block_shape(self, block_type: str, block_id: str) -> bytes:
-        """What every span of one block shares (name, kind, block id and type), serialized
+        """What every span of one block shares (name, kind, block id and type), written
         once."""
         key = ("block", block_type, block_id)
         found = self._shapes.get(key)
         if found is None:
-            shape = Span(name=f"chatflow.block {block_type} {block_id}".rstrip(),
-                         kind=_CLIENT if block_type in HTTP_BLOCKS or block_type == "callAI"
-                         else _INTERNAL)
-            put(shape.attributes, "chatflow.block_id", block_id)
-            put(shape.attributes, "chatflow.block_type", block_type)
-            found = self._remember(key, shape)
+            kind = (wire.KIND_CLIENT if block_type in HTTP_BLOCKS or block_type == "callAI"
+                    else wire.KIND_INTERNAL)
+            found = self._remember(key, wire.shape(
+                f"chatflow.block {block_type} {block_id}".rstrip(), kind,
+                {"chatflow.block_id": block_id, "chatflow.block_type": block_type}))
         return found
 
     def _execution_shape(self, tool: str, published: str, depth: int, is_root: bool) -> bytes:
-        """What every execution span of one tool at one depth shares, serialized once."""
+        """What every execution span of one tool at one depth shares, written once."""
         key = ("execute", tool, published, depth, is_root)
         found = self._shapes.get(key)
         if found is None:
             # The root processes a command taken from a stream; a child runs inside its parent.
-            shape = Span(name=f"chatflow.execute {tool}", kind=_CONSUMER if is_root else _INTERNAL)
-            put(shape.attributes, "chatflow.tool_id", tool)
-            put(shape.attributes, "chatflow.published_tool_id", published)
-            put(shape.attributes, "chatflow.depth", depth)
-            found = self._remember(key, shape)
+            kind = wire.KIND_CONSUMER if is_root else wire.KIND_INTERNAL
+            found = self._remember(key, wire.shape(
+                f"chatflow.execute {tool}", kind,
+                {"chatflow.tool_id": tool, "chatflow.published_tool_id": published,
+                 "chatflow.depth": depth}))
         return found
 
-    def _remember(self, key: tuple[Any, ...], shape: Span) -> bytes:
+    def _remember(self, key: tuple[Any, ...], shape: bytes) -> bytes:
         if len(self._shapes) >= _SHAPES_REMEMBERED:
             self._shapes.clear()
-        found: bytes = shape.SerializeToString(deterministic=True)
-        self._shapes[key] = found
-        return found
-
-
-def _events(span: Span, events: Iterable[RetryEvent], fallback_ns: int) -> None:
-    for event in events:
-        # An attempt without its time gets its block's start: a span built again is the
-        # same span (the SDK stamped such an event with the time it was built).
-        added = span.events.add(name=event.name, time_unix_nano=event.timestamp or fallback_ns)
-        put_all(added.attributes, event.attributes)
+        self._shapes[key] = shape
+        return shape
 
 
 def _contact(log: Sequence[LogOutline], root_id: str) -> str | None:
@@ -381,5 +326,4 @@ def _contact(log: Sequence[LogOutline], root_id: str) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-__all__ = ["HTTP_BLOCKS", "RetryEvent", "SpanBuilder", "masked_url", "put", "put_all",
-           "retry_events"]
+__all__ = ["HTTP_BLOCKS", "RetryEvent", "SpanBuilder", "Spans", "masked_url", "retry_events"]

@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,6 +36,12 @@ def _value(v: AnyValue) -> Any:
     if kind == "array_value":
         return [_value(x) for x in v.array_value.values]
     return getattr(v, kind) if kind else None
+
+
+def decoded(spans: list[bytes]) -> list[Any]:
+    """Spans the projection wrote (``SpanBuilder.spans``: each a ``ScopeSpans``' ``spans``
+    field) decoded by opentelemetry-proto."""
+    return list(ScopeSpans.FromString(b"".join(spans)).spans)
 
 
 def attributes_of(span: Any) -> dict[str, Any]:
