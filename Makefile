@@ -1,7 +1,7 @@
 # The one command runner; .ci/run uses these targets too.
 PY ?= python
 
-.PHONY: install test test-slow test-uvloop lint lint-js js-tools typecheck docs docs-serve bench instructions chaos chaos-short up screenshots
+.PHONY: install test test-slow test-uvloop lint lint-js js-tools typecheck docs docs-serve bench bench-edge instructions chaos chaos-short up screenshots
 
 install:
 	$(PY) -m pip install -e ".[test]"
@@ -52,6 +52,11 @@ docs-serve:
 
 bench:
 	$(PY) -m bench.stream_bench --executions 3000 --workers 1,2
+
+# Retries and limits (docs/scale.md, "Retries and limits"): limits on vs off in the same
+# rounds, and flaky-http's success rate, attempts per execution and latencies.
+bench-edge:
+	$(PY) -m bench.stream_bench --executions 1000 --workers 1 --rounds 2 --scenarios baseline,http-3,http-3-limits,flaky-http
 
 # Instructions per execution under valgrind's callgrind: counted, so they hold still while
 # this VM's CPU speed moves (bench/instructions.py); --prefill: full batches, so the

@@ -8,6 +8,11 @@ Scenarios, each with W worker processes on the same Valkey:
   bench-3    a 3-block tool with no outside I/O: callTool → (child: return) → return
   scripts-3  three executeScript blocks, then return
   http-3     httpCall (to a loopback echo server, its own process) → executeScript → return
+  http-3-limits  http-3 with CHATFLOW_ORIGIN_LIMITS on the echo server's origin (a rate, a
+             concurrency limit and a circuit breaker far above the load: the checks' cost)
+  flaky-http an httpCall POST with a retry policy to an upstream that answers 503 to 20% of
+             first attempts (by idempotency key) → executeScript → return; prints its success
+             rate and attempts per execution besides the latencies
   NAME+trace, NAME+trace1   the scenario with tracing on (docs/operations.md "Tracing"): the
              workers export every span (+trace: 100 % sampling; +trace1: 1 %) over OTLP/HTTP
              to a loopback receiver in the driver (tests/support/otlp.py); worker CPU includes
@@ -49,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -106,7 +112,36 @@ def http_3(base: str) -> dict[str, Any]:
             "r": {"type": "return", "id": "r", "value": "{{s}}"}}}}
 
 
-SCENARIOS = {"bench-3": ("pt-bench", 3), "scripts-3": ("pt-scripts", 4), "http-3": ("pt-http", 3)}
+def flaky_http(base: str) -> dict[str, Any]:
+    """http-3 with a POST that fails 20% of first attempts, and a retry policy."""
+    tool = http_3(base)
+    block = {**tool["definition"]["blocks"]["h"], "method": "POST",
+             "url": base + "/flaky?n={{n}}",
+             "retry": {"maxAttempts": 3, "initialIntervalMs": 100, "maxIntervalMs": 1000}}
+    return {**tool, "id": "pt-flaky", "toolId": "t-flaky", "name": "flaky", "definition": {
+        **tool["definition"], "blocks": {**tool["definition"]["blocks"], "h": block}}}
+
+
+SCENARIOS = {"bench-3": ("pt-bench", 3), "scripts-3": ("pt-scripts", 4), "http-3": ("pt-http", 3),
+             "http-3-limits": ("pt-http", 3), "flaky-http": ("pt-flaky", 3)}
+ECHO_BASE = ""  # the echo server's base URL, once started
+
+
+def scenario_env(name: str) -> dict[str, str]:
+    """Settings a scenario's workers run with: http-3-limits limits the echo origin, far
+    above the load, so every call goes through the gate's checks and none waits."""
+    if name != "http-3-limits":
+        return {}
+    limits = {ECHO_BASE: {"requestsPerSecond": 100_000, "burst": 100_000,
+                          "maxConcurrent": 10_000,
+                          "circuitBreaker": {"failureThreshold": 1_000}}}
+    return {"CHATFLOW_ORIGIN_LIMITS": json.dumps(limits)}
+
+
+def upstream_requests(path: str) -> int:
+    """How many requests the echo server has had on ``path``."""
+    with urllib.request.urlopen(ECHO_BASE + "/stats", timeout=10) as reply:
+        return int(json.loads(reply.read()).get(path, 0))
 
 
 @dataclass
@@ -124,6 +159,8 @@ class Figures:
     idle_p99_ms: float = 0.0
     work: Work | None = None
     export_cpu_s: float = 0.0  # a -apart scenario's span exporter (its own process)
+    ok: int = 0  # results answered ok
+    upstream: int = 0  # requests the echo server had (flaky-http: attempts)
 
     def row(self, base: Figures | None) -> str:
         sps = self.steps / self.seconds
@@ -159,6 +196,9 @@ class Figures:
             out["work"] = self.work.as_dict()
         if self.export_cpu_s:
             out["export_cpu_per_execution_us"] = round(self.export_cpu_s / self.executions * 1e6, 1)
+        if self.name == "flaky-http":
+            out["success_rate"] = round(self.ok / self.executions, 4)
+            out["attempts_per_execution"] = round(self.upstream / self.executions, 3)
         return out
 
     def worker_cpu(self) -> float:
@@ -174,6 +214,9 @@ class Figures:
                     " the bare loop's of this round)")
         if self.export_cpu_s:
             cpu += f"; export CPU {self.export_cpu_s / self.executions * 1e6:.0f}µs (apart)"
+        if self.name == "flaky-http":
+            cpu += (f"\n{'':<10} success {self.ok / self.executions:.2%}, "
+                    f"{self.upstream / self.executions:.3f} attempts per execution")
         if self.work is None:
             return [f"{'':<10} {cpu}"]
         return [f"{'':<10} {line}" for line in [*self.work.rows(), cpu]]
@@ -264,6 +307,7 @@ class Driver:
                        else aioredis.Redis.from_url(url, client_name=DRIVER_NAME))
         self.sent_commands = 0  # XADDs of commands, XREADs of results: the driver's own
         self.reads = 0
+        self.ok = 0  # results answered ok
         self.prefix = prefix
         self.baseline = baseline
         self.commands = f"{prefix}steps" if baseline else f"{prefix}stream:tool-commands"
@@ -304,9 +348,11 @@ class Driver:
             for _name, entries in reply or []:
                 for entry_id, fields in entries:
                     cursor = entry_id
-                    cid = json.loads(fields[b"data"])["commandId"]
+                    result = json.loads(fields[b"data"])
+                    cid = result["commandId"]
                     if cid in sent:
                         lat.append((now - sent.pop(cid)) * 1000)
+                        self.ok += bool(result.get("ok", True))
         return time.perf_counter() - started, lat
 
 
@@ -347,7 +393,7 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         await client.xgroup_create(f"{prefix}steps", "g", id="0", mkstream=True)
     counts = RoundTrips(workers)
     procs = spawn_workers(url, prefix, workers, baseline, counts, worker_python(name),
-                          tracing_env(name))
+                          {**scenario_env(name), **tracing_env(name)})
     exporter = spawn_exporter(url, prefix, name)
     apart = [psutil.Process(exporter.pid)] if exporter else []
     ps = [psutil.Process(p.pid) for p in procs] + server
@@ -362,7 +408,8 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         idle_rt = await counts.rate(IDLE_WINDOW_S)  # nothing in flight: what waiting costs
         if meter:
             await meter.start()
-        driver.sent_commands = driver.reads = 0
+        driver.sent_commands = driver.reads = driver.ok = 0
+        upstream0 = upstream_requests("/flaky") if name == "flaky-http" else 0
         trips0 = counts.total()
         cpu0, server0, apart0 = cpu_of(ps), cpu_of(server), cpu_of(apart)
         seconds, lat = await driver.run(pt, executions, 512)
@@ -376,6 +423,7 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         trips = counts.total() - trips0
         work = (await meter.finish(executions, driver.sent_commands, driver.reads, trips,
                                    idle_rt / workers) if meter else None)
+        upstream = upstream_requests("/flaky") - upstream0 if name == "flaky-http" else 0
     finally:
         for p in procs + ([exporter] if exporter else []):
             p.terminate()
@@ -386,7 +434,7 @@ async def scenario(url: str, server: list[psutil.Process], name: str, workers: i
         await driver.client.aclose()
     return Figures(name, workers, executions, seconds, executions * steps_per,
                    statistics.median(lat), pct(lat, 0.99), statistics.median(idle), cpu, server_cpu,
-                   pct(idle, 0.99), work, export_cpu)
+                   pct(idle, 0.99), work, export_cpu, driver.ok, upstream)
 
 
 async def inflight_memory(url: str, n: int, partitions: int = 4) -> None:
@@ -511,7 +559,7 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true",
                         help="print every figure as one JSON document instead of the table")
     args = parser.parse_args()
-    global CLUSTER, PREVIOUS_PYTHON, TRACES_ENDPOINT
+    global CLUSTER, PREVIOUS_PYTHON, ECHO_BASE, TRACES_ENDPOINT
     CLUSTER = args.cluster
     PREVIOUS_PYTHON = args.previous_python
     scenarios = args.scenarios or ("bench-3,scripts-3,http-3" if CLUSTER
@@ -534,9 +582,9 @@ async def main() -> None:
             await inflight_memory(url, args.inflight_memory)
             return
         tools = [BENCH_CHILD, BENCH_3, SCRIPTS_3]
-        if any(s.startswith("http-3") for s in scenarios.split(",")):
-            echo, echo_base = start_echo_server()
-            tools.append(http_3(echo_base))
+        if any(s.startswith(("http-3", "flaky-http")) for s in scenarios.split(",")):
+            echo, ECHO_BASE = start_echo_server()
+            tools += [http_3(ECHO_BASE), flaky_http(ECHO_BASE)]
         report: list[dict[str, Any]] = []
         for workers in [int(w) for w in args.workers.split(",")]:
             report += await rounds_of(url, server_procs, scenarios.split(","), workers,

@@ -119,6 +119,11 @@ class Keys(PublicKeys):
     def deadlines(self, n: int) -> str:
         return f"{self._tag(n)}:deadlines"
 
+    def delayed(self, n: int) -> str:
+        """Zset of step entries (their encoded data) by the ms they are due: a retry's next
+        attempt waits here, not in a worker (handlers/dataplane/delayed.py)."""
+        return f"{self._tag(n)}:delayed"
+
     def definition(self, n: int, digest: str) -> str:
         return f"{self._tag(n)}:def:{digest}"
 

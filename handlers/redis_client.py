@@ -103,6 +103,8 @@ class Client(ProducerClient, Protocol):
 
     async def ping(self) -> bool: ...
 
+    async def time(self) -> tuple[int, int]: ...
+
     async def info(self, section: str | None = None) -> dict[str, Any]: ...
 
     async def set(self, name: Key, value: Value, ex: int | None = None,
@@ -224,7 +226,8 @@ _LEAKED_BY_A_CLOSED_TRANSPORT = frozenset(
     f"'NoneType' object has no attribute '{name}'" for name in ("writelines", "write"))
 
 
-async def send_all(client: Client, commands: list[Command]) -> list[Any]:
+async def send_all(client: Client, commands: list[Command], *,
+                   raise_errors: bool = True) -> list[Any]:
     """Send ``commands`` in one write and read their replies, raw (no response callbacks):
     what a non-transactional pipeline does, without its per-call machinery (a pipeline
     object, its command stack, its observability hooks, its reset), which cost a worker
@@ -233,12 +236,13 @@ async def send_all(client: Client, commands: list[Command]) -> list[Any]:
     error or timeout disconnects; the pools made here retry nothing, so the batch fails and
     its entries stay pending for reclaim). Every reply is read before the first error is
     raised, so the connection never desyncs.
-    A cluster client goes through its own pipeline (it routes each command by its keys)."""
+    A cluster client goes through its own pipeline (it routes each command by its keys).
+    ``raise_errors=False``: an error reply is returned in its place instead of raised."""
     if isinstance(client, RedisCluster):
         async with client.pipeline(transaction=False) as pipe:
             for command in commands:
                 pipe.execute_command(*command)
-            return list(await pipe.execute())
+            return list(await pipe.execute(raise_on_error=raise_errors))
     pool: Any = cast(aioredis.Redis, client).connection_pool  # redis-py leaves it untyped
     conn = await pool.get_connection()
 
@@ -266,9 +270,10 @@ async def send_all(client: Client, commands: list[Command]) -> list[Any]:
         replies: list[Any] = await conn.retry.call_with_retry(attempt, failed)
     finally:
         await pool.release(conn)
-    for reply in replies:
-        if isinstance(reply, ResponseError):
-            raise reply
+    if raise_errors:
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise reply
     return replies
 
 

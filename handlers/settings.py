@@ -8,6 +8,7 @@ Outbound, the sandbox's child environment). The SDK has its own single reader,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # imported by the methods: the CLI reads Settings without the
     from chatflow.runtime.blocks.ai import AIConfig
     from chatflow.runtime.blocks.media import MediaConfig
     from chatflow.runtime.outbound import Outbound
+    from chatflow.schemas.edge import OriginLimits
 
 
 # CHATFLOW_EVENT_LOOP's values (handlers/operations/loop.py reads them).
@@ -128,6 +130,10 @@ class Settings(BaseSettings):
     # Workers refuse a database behind the migrations; this applies them instead (`chatflow
     # up` sets it for its own SQLite file; elsewhere run `chatflow history upgrade`).
     history_auto_migrate: bool = False
+    # `chatflow up` writes .chatflow/up.json where it runs (its Valkey, history, keys, API), and
+    # every command run in that folder or below reads it for what the environment leaves unset
+    # (handlers/cli/local_up.py). Off: neither (the test suite runs with it off).
+    up_file: bool = True
     metrics_port: int = Field(default=0, ge=0, le=65535)  # 0: no /metrics server
     # Where /metrics listens; empty: where the API listens (CHATFLOW_API_HOST, loopback by
     # default), so a scrape port is never more exposed than the API unless asked.
@@ -147,6 +153,10 @@ class Settings(BaseSettings):
     egress_profile: Literal["development", "production"] = "development"
     http_ca_file: str = ""  # extra CA bundle (PEM) Outbound trusts, besides Mozilla's roots
     http_max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1)  # httpCall/callEndpoint
+    # Limits and circuit breakers per origin for plain httpCall, shared by every worker and
+    # fairly by the workspaces calling it (docs/http.md): a JSON object, origin -> {
+    # "requestsPerSecond", "burst", "maxConcurrent", "circuitBreaker"}; empty: none.
+    origin_limits: str = ""
     ai_max_output_bytes: int = Field(default=1024 * 1024, ge=1)  # callAI's output, UTF-8 bytes
     # HTTP API and registry (docs/registry.md)
     api_base_path: str = "/api"
@@ -261,6 +271,38 @@ class Settings(BaseSettings):
                 "lapse between two renewals and its in-flight entries run twice")
         if not self.reply_streams.strip(", "):
             raise ConfigurationError("CHATFLOW_REPLY_STREAMS names no stream pattern")
+        self.origins()
+
+    def origins(self) -> dict[str, OriginLimits]:
+        """CHATFLOW_ORIGIN_LIMITS, keyed by origin as ``runtime.origins.origin_of`` spells it
+        (``https://api.example.com:443``); ConfigurationError naming what does not fit."""
+        from chatflow.runtime.origins import origin_of
+        from chatflow.schemas.edge import OriginLimits
+
+        text = self.origin_limits.strip()
+        if not text:
+            return {}
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise ConfigurationError(f"CHATFLOW_ORIGIN_LIMITS is not JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigurationError("CHATFLOW_ORIGIN_LIMITS must be a JSON object: "
+                                     '{"https://api.example.com": {"requestsPerSecond": 10}}')
+        out: dict[str, OriginLimits] = {}
+        for written, spec in raw.items():
+            origin = origin_of(str(written))
+            if not origin:
+                raise ConfigurationError(f"CHATFLOW_ORIGIN_LIMITS: {written!r} is not an "
+                                         "http(s) origin (https://host[:port])")
+            try:
+                out[origin] = OriginLimits.model_validate(spec)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"])
+                raise ConfigurationError(f"CHATFLOW_ORIGIN_LIMITS[{written!r}]"
+                                         f"{'.' + where if where else ''}: {err['msg']}") from exc
+        return out
 
     def reply_allowed(self) -> Callable[[str], bool]:
         return reply_matcher(self.prefix, self.reply_streams)

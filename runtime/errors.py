@@ -186,6 +186,19 @@ class ErrorCode(StrEnum):
         "(script_result_max_bytes): return less, or raise the limit",
         "Raised when a script's result is larger than script_result_max_bytes.")
 
+    # -- the edge: an integration server's or an origin's limits and circuit (docs/http.md) --
+    RATE_LIMITED = Row(
+        "rate_limited",
+        "limite de requisições atingido: {target} ({limit}); sem vez antes do prazo da tool",
+        "Raised when a call finds no turn under its server's or origin's rate or concurrency "
+        "limit before the tree's deadline; nothing is sent.")
+    CIRCUIT_OPEN = Row(
+        "circuit_open",
+        "circuito aberto: {target} ({failures} falhas em {window}s); chamada não enviada, nova "
+        "tentativa possível em {seconds}s",
+        "Raised when the upstream's circuit is open (too many failures in its window) and this "
+        "call is not its half-open probe; nothing is sent.")
+
     # -- outbound HTTP (runtime/outbound.py), httpCall and callEndpoint ------------------
     HTTP_STATUS = Row(
         "http_status", "{method} {url}: HTTP {status}",
@@ -234,7 +247,8 @@ class ErrorCode(StrEnum):
     ENDPOINT_SERVER_INVALID = Row(
         "endpoint_server_invalid",
         "servidor de integração com configuração inválida: serverId={server}",
-        "Raised when an integration server's cached JSON has no endpoints.")
+        "Raised when an integration server's cached JSON has no endpoints, or its retry, "
+        "limits or circuitBreaker do not fit their types (the detail names the field).")
     ENDPOINT_NOT_FOUND = Row(
         "endpoint_not_found",
         "endpoint de integração não encontrado: endpointId={endpoint} serverId={server}",
@@ -393,3 +407,13 @@ def internal_error(detail: str) -> ToolFailure:
 def render_too_large(cause: object) -> ToolFailure:
     """An interpolation past its cap (``RenderTooLarge``), wherever it was rendering."""
     return ErrorCode.RENDER_TOO_LARGE.failure(cause=cause)
+
+
+def rate_limited(target: str, limit: str) -> ToolFailure:
+    return ErrorCode.RATE_LIMITED.failure(target=target, limit=limit)
+
+
+def circuit_open(target: str, failures: int, window_ms: int, retry_in_ms: int) -> ToolFailure:
+    seconds = max(1, -(-retry_in_ms // 1000))
+    return ErrorCode.CIRCUIT_OPEN.failure(target=target, failures=failures,
+                                          window=f"{window_ms / 1000:g}", seconds=seconds)

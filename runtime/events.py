@@ -205,6 +205,7 @@ def block_debug(
         error=error,
         matchedConditionId=matched,
         conditionReason=condition_reason,
+        attempts=detail.get("attempts"),
     )
     payload = msgspec.to_builtins(event)
     return debug_emit(state, "action_result", f"executeTool:{block_type}", payload, now)

@@ -31,7 +31,7 @@ from chatflow.schemas.definition import (
 )
 from chatflow.schemas.wire import ErrorInfo, ExecuteToolCommand
 
-from . import errors
+from . import errors, retry
 from .conditions import pick_target
 from .errors import ToolFailure
 from .events import (
@@ -45,7 +45,16 @@ from .events import (
 from .interpolation import RenderTooLarge, render
 from .limits import Limits, json_size, variables_too_large
 from .outcome import BlockOutcome, SpawnChild
-from .state import ChildOutcome, ExecState, Frame, LogEntry, RootInfo, StepMsg, Transition
+from .state import (
+    Attempt,
+    ChildOutcome,
+    ExecState,
+    Frame,
+    LogEntry,
+    RootInfo,
+    StepMsg,
+    Transition,
+)
 
 # A block that fails this close to the tree's deadline was cut short by it: its timer was
 # armed with the remaining time, read in whole milliseconds, and may fire a hair early.
@@ -117,10 +126,15 @@ class Machine:
             t.emits.append(debug_emit(state, "action_start", "executeTool",
                                       {"toolId": state.toolId, "publishedToolId": pt,
                                        "inputs": inputs}, now))
-        if isinstance(published, ToolFailure):
-            return self._finish(state, "", published, now, t)
-        if not published.definition.onboardingBlockId:
-            return self._finish(state, "", errors.tool_not_published(pt), now, t)
+        if isinstance(published, ToolFailure) or not published.definition.onboardingBlockId:
+            # Ended before its first block, it still started: the contact and inputs it was
+            # asked with are recorded (the run history files it under its contact).
+            t.log.append(LogEntry("started", exec_id, now, detail={
+                "publishedToolId": pt, "inputs": inputs,
+                "context": recordable_command_context(context)}))
+            failure = (published if isinstance(published, ToolFailure)
+                       else errors.tool_not_published(pt))
+            return self._finish(state, "", failure, now, t)
         state.toolId = published.toolId or state.toolId
         state.block = published.definition.onboardingBlockId
         t.definitions[def_hash] = def_bytes
@@ -178,9 +192,49 @@ class Machine:
         return block  # type: ignore[return-value]  # neither unknown nor return (see above)
 
     def after_block(
-        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int
+        self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
+        attempts: list[Attempt] | None = None, since: int = 0,
     ) -> Transition:
+        """``attempts``/``since``: what a retry's step carried (the attempts before this
+        one, and when the last ended); see ``_attempted``."""
+        if outcome.retry is not None:
+            attempted = self._attempted(state, block, outcome, now, attempts, since)
+            if isinstance(attempted, Transition):
+                return attempted
+            outcome = attempted
         return self._after_block(_own(state), block, outcome, now)
+
+    def _attempted(self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome,
+                   now: int, prior: list[Attempt] | None,
+                   since: int) -> BlockOutcome | Transition:
+        """An attempt of a block with a retry policy: the transition that waits for the
+        next attempt (a step delayed in Valkey, nothing else written: the state is the one
+        this attempt started from), or the outcome to go on with, carrying every attempt
+        and, when more than one was made or the deadline stopped them, their count in the
+        error's message (runtime/retry.py decides)."""
+        policy = outcome.retry
+        assert policy is not None
+        found = outcome.debug.get("status") if outcome.debug else None
+        status = found if type(found) is int else None
+        failure = outcome.error
+        wait = max(0, now - outcome.duration_ms - since) if prior else 0
+        history = [*(prior or ()), retry.attempt_of(status, failure, outcome.duration_ms, wait)]
+        if (failure is not None and not failure.fatal
+                and now + DEADLINE_SLACK_MS < state.deadlineMs):
+            decision = retry.decide(
+                policy, attempts_made=len(history), kind=retry.classify(status, failure.code),
+                retry_after=retry.retry_after_ms(outcome.retry_after, now), now_ms=now,
+                deadline_ms=state.deadlineMs,
+                jitter=retry.jitter_of(state.execId, block.id, state.hops, len(history)))
+            if isinstance(decision, retry.Retry):
+                t = Transition((state.execId, state.version))
+                t.delayed.append((now + decision.wait_ms, StepMsg(
+                    state.execId, state.version, attempts=history, since=now)))
+                return t
+            if len(history) > 1 or decision.reason == "deadline":
+                failure = retry.gave_up(failure, len(history), decision.reason)
+        debug = {**outcome.debug, "attempts": msgspec.to_builtins(history)}
+        return BlockOutcome(outcome.writes, failure, debug, outcome.duration_ms, outcome.emits)
 
     def _after_block(
         self, state: ExecState, block: RunnableBlock, outcome: BlockOutcome, now: int,
@@ -206,7 +260,8 @@ class Machine:
         return self._navigate(state, block, outcome, now, t)
 
     def after_run(self, state: ExecState, block: RunnableBlock,
-                  result: BlockOutcome | SpawnChild | ToolFailure, now: int) -> Transition:
+                  result: BlockOutcome | SpawnChild | ToolFailure, now: int,
+                  attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
         """The transition for what running ``block`` gave (``BlockRunner.run``): its outcome,
         the child a callTool asks for, or a failure to run it at all, which for a callTool is
         a child that could not be loaded (onError applies) and for any other block a kind
@@ -218,7 +273,7 @@ class Machine:
             if isinstance(block, CallToolBlock):
                 return self.load_failure(state, block, result, now)
             return self.fail(state, result, now)
-        return self.after_block(state, block, result, now)
+        return self.after_block(state, block, result, now, attempts, since)
 
     def spawn(self, state: ExecState, block: CallToolBlock, req: SpawnChild, now: int) -> Transition:
         """Start a child execution for a callTool block, after the per-invocation guardrails."""

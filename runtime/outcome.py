@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatflow.schemas.definition import PublishedTool
+from chatflow.schemas.edge import RetryPolicy
 
 from .errors import ToolFailure
 from .state import Emit
@@ -22,6 +23,11 @@ class BlockOutcome:
     # Messages for public streams that this block produced (callAI's llm-usage events);
     # they commit atomically with the step like every other emit.
     emits: list[Emit] = field(default_factory=list)
+    # The retry policy in force for this attempt (the block's, or its server's default):
+    # set by whoever ran the block; the machine decides with it (runtime/retry.py). None:
+    # the outcome is final (no policy, or a recorded outcome replayed).
+    retry: RetryPolicy | None = None
+    retry_after: str | None = None  # the response's Retry-After header, when it failed
 
 
 @dataclass(slots=True)

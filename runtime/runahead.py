@@ -372,7 +372,7 @@ class _Carried:
             g = self.given
             self.t = Transition(g.expect, list(g.also_expect), list(g.writes), list(g.steps),
                                 list(g.emits), list(g.log), dict(g.definitions),
-                                g.finishes_root, list(g.done))
+                                g.finishes_root, list(g.done), list(g.delayed))
         return self.t
 
     def fuse(self, index: int, second: Transition) -> None:
@@ -404,6 +404,8 @@ class _Carried:
             t.finishes_root = True
         if second.done:
             t.done.extend(second.done)
+        if second.delayed:
+            t.delayed.extend(second.delayed)
 
     def transition(self) -> Transition:
         """The transition as built: the given one itself when nothing was decided in it."""

@@ -88,6 +88,17 @@ class ChildOutcome(msgspec.Struct, frozen=True):
     durationMs: int = 0  # the child's run, from its start to its end: the callTool block's time
 
 
+class Attempt(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """One attempt of a block with a retry policy (runtime/retry.py): the status the
+    upstream answered, else the error code; how long it took, and how long the block waited
+    before it (0 for the first)."""
+
+    status: int | None = None
+    error: str | None = None
+    durationMs: int
+    waitMs: int
+
+
 StepKind = Literal["run", "resume"]
 
 
@@ -103,6 +114,10 @@ class StepMsg(msgspec.Struct, frozen=True, omit_defaults=True):
     child: ChildOutcome | None = None
     # The state at ``version``, inlined when small, so the next worker need not read it.
     state: ExecState | None = msgspec.field(default=None, name="s")
+    # A retry's step (runtime/retry.py): the attempts made so far, and when the last one
+    # ended (ms), so the next attempt knows its number and the wait it had.
+    attempts: list[Attempt] | None = msgspec.field(default=None, name="a")
+    since: int = msgspec.field(default=0, name="t")
 
 
 class StepOut(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -113,6 +128,8 @@ class StepOut(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: StepKind = msgspec.field(default="run", name="k")
     child: ChildOutcome | None = None
     state: msgspec.Raw | None = msgspec.field(default=None, name="s")
+    attempts: list[Attempt] | None = msgspec.field(default=None, name="a")
+    since: int = msgspec.field(default=0, name="t")
 
 
 EmitKind = Literal["result", "execution", "debug", "llm_usage"]
@@ -170,6 +187,9 @@ class Transition(msgspec.Struct):
     definitions: dict[str, bytes] = {}
     finishes_root: bool = False
     done: list[str] = []
+    # Steps that wait in Valkey until their time (ms), not on a stream: a retry's next
+    # attempt (runtime/retry.py). Committed with the transition, promoted when due.
+    delayed: list[tuple[int, StepMsg]] = []
 
 
 class _Packed(msgspec.Struct, frozen=True, omit_defaults=True):

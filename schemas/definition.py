@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Tag, ValidationError, model_validator
 from pydantic import Discriminator as _Discriminator
 
+from .edge import RetryPolicy
 from .wire import VariableMapping
 
 OnError = Literal["blocking", "continue"]
@@ -92,6 +93,7 @@ class HttpCallBlock(_Navigating):
     responseStatusVariable: str | None = None
     responseBodyVariable: str | None = None
     timeoutMs: int | None = Field(default=None, gt=0)
+    retry: RetryPolicy | None = None  # schemas/edge.py; runtime/retry.py decides
 
 
 class ExecuteScriptBlock(_Navigating):
@@ -108,6 +110,7 @@ class CallEndpointBlock(_Navigating):
     paramMappings: list[CallEndpointParamMapping] = Field(default_factory=list)
     responseBodyVariable: str | None = None
     responseStatusVariable: str | None = None
+    retry: RetryPolicy | None = None  # schemas/edge.py; runtime/retry.py decides
 
 
 class CallToolBlock(_Navigating):
@@ -126,6 +129,7 @@ class FetchMediaBlock(_Navigating):
     authHeader: str | None = None
     base64Variable: str
     mimeTypeVariable: str
+    retry: RetryPolicy | None = None  # schemas/edge.py; runtime/retry.py decides
 
 
 class CallAIBlock(_Navigating):
@@ -145,6 +149,7 @@ class CallAIBlock(_Navigating):
     maxPages: int | None = Field(default=None, gt=0)
     systemPrompt: str | None = None
     userPrompt: str | None = None
+    retry: RetryPolicy | None = None  # schemas/edge.py; runtime/retry.py decides
 
     @model_validator(mode="after")
     def _capability_fields(self) -> CallAIBlock:

@@ -129,6 +129,9 @@ class ToolBlockDebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     # Why a matchesRegex rule was false other than by not matching (a pattern RE2 refuses,
     # a text over regex_max_text_bytes); absent when every rule was simply evaluated.
     conditionReason: str | None = None
+    # A block with a retry policy: every attempt, ``{"status" | "error", "durationMs",
+    # "waitMs"}`` (SPEC, "Extensions to the definition").
+    attempts: list[dict[str, Any]] | None = None
 
 
 class DebugEvent(msgspec.Struct, frozen=True, omit_defaults=True):

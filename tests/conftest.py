@@ -12,9 +12,10 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+import structlog
 
 from tests.harness import Harness
 
@@ -25,6 +26,21 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 pytest_plugins = ["tests.support.http", "tests.support.valkey"]
+
+# A `chatflow up` run in the checkout leaves .chatflow/up.json, which every command run below it
+# would read (handlers/cli/local_up.py): off for the tests and the processes they start, so they
+# see only what they set. The tests of that file turn it on (tests/cli/test_local_up.py).
+os.environ.setdefault("CHATFLOW_UP_FILE", "0")
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_found() -> Iterator[None]:
+    """Each test leaves structlog as it found it. A test that runs a CLI command in-process
+    points structlog at the stderr capsys holds, which is closed after the test: a later test
+    of the same process logging through it would fail with "I/O operation on closed file"."""
+    before = structlog.get_config()
+    yield
+    structlog.configure(**before)
 
 
 @pytest.fixture

@@ -35,6 +35,12 @@ def _clean(parts: list[str]) -> str:
     return " ".join(part.strip() for part in parts if part.strip())
 
 
+def _is_header(line: str) -> bool:
+    """A section header (``Args:``, ``Returns:``...) written at the start of ``line``."""
+    return line == line.lstrip() and line.endswith(":") \
+        and line.rstrip(":").strip().lower() in _SECTIONS
+
+
 def _dedent(doc: str) -> list[str]:
     """The docstring's lines with the common margin removed, a header on line one kept as one.
 
@@ -47,8 +53,11 @@ def _dedent(doc: str) -> list[str]:
     first, rest = lines[0].strip(), lines[1:]
     margin = min((_indent(line) for line in rest if line.strip()), default=0)
     rest = [line[margin:] for line in rest]
-    if first.rstrip(":").strip().lower() in _SECTIONS and first.endswith(":"):
-        rest = ["    " + line if line.strip() else line for line in rest]
+    if _is_header(first):
+        # A later header at the margin (``Returns:`` right after the entries, with no blank
+        # line) is the next section, not more of the last entry's text: it stays put.
+        rest = ["    " + line if line.strip() and not _is_header(line) else line
+                for line in rest]
     cleaned = [first, *rest]
     while cleaned and not cleaned[0].strip():
         cleaned.pop(0)

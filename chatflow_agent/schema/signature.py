@@ -94,6 +94,7 @@ def describe_function(
     except Exception as exc:  # a bad forward reference can raise almost anything
         raise walker.error("", f"cannot resolve type hints: {exc}") from exc
     docs = parse_docstring(_docstring(func))
+    summary = _summary(func) or docs.summary
     candidates = list(signature.parameters.values())
     if skip_first and candidates and candidates[0].kind not in _VARIADIC:
         candidates = candidates[1:]
@@ -108,7 +109,7 @@ def describe_function(
         params.append(_parameter(walker, param, hints.get(param.name, EMPTY), docs.params))
     return FunctionSpec(
         name=name if name is not None else _default_name(func),
-        description=description if description is not None else docs.summary,
+        description=description if description is not None else summary,
         parameters=tuple(params),
         accepts_extra_kwargs=any(
             p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
@@ -134,22 +135,25 @@ def _parameter(
         field = default
         default = NO_DEFAULT if field.default is PydanticUndefined else field.default
         factory = field.default_factory  # type: ignore[assignment]
-    if field is None and default is NO_DEFAULT and annotation is not EMPTY:
-        # Annotated[T, Field(default=...)] gives the default inside the annotation.
-        field = next((m for m in split_annotated(annotation)[1] if isinstance(m, FieldInfo)), None)
-        if field is not None:
-            default = NO_DEFAULT if field.default is PydanticUndefined else field.default
-            factory = field.default_factory  # type: ignore[assignment]
-            field = None  # its description and constraints come with the annotation already
+    annotated = (None if annotation is EMPTY else
+                 next((m for m in split_annotated(annotation)[1] if isinstance(m, FieldInfo)),
+                      None))
+    if field is None and default is NO_DEFAULT and annotated is not None:
+        # Annotated[T, Field(default=...)] gives the default inside the annotation; its
+        # description and constraints come with the annotation already.
+        default = NO_DEFAULT if annotated.default is PydanticUndefined else annotated.default
+        factory = annotated.default_factory  # type: ignore[assignment]
     if annotation is EMPTY:
         node: Node = ScalarNode(kind="string")
     else:
         node = walker.walk_parameter(annotation, param.name)
-    # Precedence (as the OpenAI Agents SDK): the docstring's entry for the parameter,
-    # then an Annotated or Field description, then the docstring of the type itself.
+    # Precedence: a Field(description=...) inside Annotated is written on the type itself and
+    # wins (pydantic-ai); otherwise the docstring's entry for the parameter wins over an
+    # Annotated string or a Field default's description (the OpenAI Agents SDK), and those
+    # over the docstring of the type itself.
     if field is not None:
         node = with_metadata(node, read_metadata([field]))
-    if docs.get(param.name):
+    if docs.get(param.name) and not (annotated is not None and annotated.description):
         node = replace(node, description=docs[param.name])
     return ToolParameter(
         name=param.name,
@@ -168,11 +172,18 @@ def _default_name(func: Callable[..., Any]) -> str:
     return str(getattr(func, "__name__", None) or getattr(inner, "__name__", type(func).__name__))
 
 
-def _docstring(func: Callable[..., Any]) -> str | None:
-    """The docstring describing ``func``'s call: ``__call__``'s own for a callable object.
+def _summary(func: Callable[..., Any]) -> str:
+    """A callable object's description: its class docstring's summary ("" for a function,
+    or a class without a docstring of its own, whose ``__call__``'s summary is used)."""
+    if _hint_source(func) is func or isinstance(func, functools.partial):
+        return ""
+    own = type(func).__dict__.get("__doc__")
+    return parse_docstring(inspect.cleandoc(own)).summary if isinstance(own, str) else ""
 
-    A callable object's parameters are ``__call__``'s, and so are their docs; the
-    class docstring is the fallback.
+
+def _docstring(func: Callable[..., Any]) -> str | None:
+    """The docstring documenting ``func``'s parameters: ``__call__``'s own for a callable
+    object (its parameters are ``__call__``'s), the class docstring as the fallback.
     """
     source = _hint_source(func)
     if source is not func and not isinstance(func, functools.partial):

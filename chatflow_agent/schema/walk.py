@@ -70,6 +70,8 @@ _KEY_WRAPPERS: frozenset[object] = frozenset(
     }
 )
 _NONE_TYPES: tuple[object, ...] = (None, type(None))
+# ``Self`` inside a model, dataclass or TypedDict names that class (pydantic reads it so).
+_SELF: tuple[object, ...] = (typing.Self, typing_extensions.Self)
 
 
 def gemini_enum_text(value: EnumValue) -> str:
@@ -148,6 +150,11 @@ class TypeWalker:
             return AnyNode()
         if tp in _NONE_TYPES:
             raise self.error(path, "None on its own is not a type a model can send")
+        if any(tp is self_type for self_type in _SELF):
+            if not self._stack:
+                raise self.error(path, "Self names no class here: use it inside a model, "
+                                       "dataclass or TypedDict")
+            return self._class(self._stack[-1], path)  # a reference: the class is being walked
         if isinstance(tp, typing.NewType):
             return self.walk(tp.__supertype__, path)
         origin = get_origin(tp)

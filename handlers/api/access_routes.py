@@ -12,6 +12,7 @@ from ..controlplane.apikeys import ApiKeyError, create_api_key, list_api_keys, r
 from ..registry.audit import audit_trail
 from ..registry.errors import Invalid, NotFound
 from .auth import Admin, Caller
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["access"])
@@ -69,7 +70,8 @@ async def create_key(svc: Svc, who: Admin, body: KeyCreate) -> dict[str, Any]:
     return {**listed[key_id], "token": token}
 
 
-@router.delete("/keys/{key_id}", summary="Revoke an API key of this workspace (admin)")
+@router.delete("/keys/{key_id}", responses=answers(404),
+               summary="Revoke an API key of this workspace (admin)")
 async def revoke_key(svc: Svc, who: Admin, key_id: str) -> dict[str, Any]:
     mine = {k["keyId"] for k in await list_api_keys(svc.client, svc.keys, who.workspace)}
     if key_id not in mine:

@@ -43,6 +43,7 @@ from . import (
     versions_routes,
 )
 from .auth import authenticate, unguarded_routes
+from .contract import document_statuses, refuse_unknown_query, unchecked_routes
 from .deps import Services
 from .limits import RequestLimits
 
@@ -91,17 +92,23 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
         return JSONResponse({"error": "invalid_request", "message": f"invalid request: {summary}",
                              "problems": problems}, status_code=400)
 
-    guarded = [Depends(authenticate)]
+    # The key first (no key: 401, whatever the query), then the query string (contract.py).
+    strict = Depends(refuse_unknown_query)
+    guarded = [Depends(authenticate), strict]
     for router in (studio_routes.router, tools_routes.router, versions_routes.router,
                    tests_routes.router, servers_routes.router, access_routes.router,
                    executions_routes.router, debug_routes.router):
         app.include_router(router, prefix=base, dependencies=guarded)
-    app.include_router(internal_routes.router)
+    app.include_router(internal_routes.router, dependencies=[strict])
     add_edge_middleware(app, settings)
     escaped = unguarded_routes(app, base)
     if escaped:  # a router included without the guard: refuse to serve it at all
         raise ConfigurationError(f"routes under {base} without API key authentication: "
                                  + ", ".join(escaped))
+    lax = unchecked_routes(app)
+    if lax:
+        raise ConfigurationError("routes that would take any query string: " + ", ".join(lax))
+    document_statuses(app)
     # Prometheus scrapes the API process too (deploy/prometheus.yml: api:8080/metrics); the
     # Redis-derived values (stream gauges, trees ended) are read at scrape time, as workers do.
     async def refresh() -> None:

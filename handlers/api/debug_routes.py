@@ -22,6 +22,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from ..registry.errors import Invalid
 from ..studio import scope
 from .auth import Caller, Writer
+from .contract import answers
 from .deps import Services, services
 from .held import Lease
 
@@ -131,7 +132,7 @@ async def debug_frames(lease: Lease, stream: str, cursor: str,
                     yield f"id: {cursor}\nevent: skipped\ndata: {{}}\n\n"
 
 
-@router.get("/debug/{contact_id}/stream",
+@router.get("/debug/{contact_id}/stream", responses=answers(429),
             summary="Server-sent events from stream:debug:{contactId}; resumes from Last-Event-ID",
             response_class=StreamingResponse)
 async def debug_stream(svc: Svc, who: Caller, contact_id: str,

@@ -33,6 +33,7 @@ from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
 from ..studio.scope import tree_workspace
 from .auth import Caller, Writer
 from .authorization import Authorized, refuse_unresolved_references
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["executions"])
@@ -45,7 +46,7 @@ class CancelRequest(BaseModel):
                         description="appended to the cancellation error the caller receives")
 
 
-@router.post("/executions/{executionId}/cancel",
+@router.post("/executions/{executionId}/cancel", responses=answers(404, 409),
              summary="Cancel an execution in flight and its whole callTool tree")
 async def cancel(executionId: str, svc: Svc, who: Writer,
                  body: Annotated[CancelRequest | None, Body()] = None) -> dict[str, Any]:
@@ -80,7 +81,7 @@ def _history(svc: Services) -> Any:
     return svc.history
 
 
-@router.get("/executions",
+@router.get("/executions", responses=answers(503),
             summary="Executions in flight; with ?state=, finished runs too, filtered and paged")
 async def list_executions(
         svc: Svc, who: Caller,
@@ -141,7 +142,7 @@ async def list_executions(
     return {"executions": running + page, "nextCursor": next_cursor}
 
 
-@router.get("/executions/{execution_id}/history",
+@router.get("/executions/{execution_id}/history", responses=answers(404, 503),
             summary="A finished run from the history: its trace, children, forks, definition")
 async def execution_history(svc: Svc, who: Caller, execution_id: str) -> dict[str, Any]:
     from sqlalchemy.exc import SQLAlchemyError
@@ -183,7 +184,7 @@ async def _trace_of(svc: Services, workspace: str, run: dict[str, Any]) -> dict[
     return {"traceId": trace_id, "traceUrl": url}
 
 
-@router.get("/executions/{execution_id}/events",
+@router.get("/executions/{execution_id}/events", responses=answers(404),
             summary="An execution's event log with its children's, replayed and checked")
 async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str, Any]:
     from ..cli.replay_cmd import replay_execution
@@ -214,7 +215,7 @@ class ForkRequest(BaseModel):
                                   "\"draft\", the tool's current draft; or a JSON definition")
 
 
-@router.post("/executions/{execution_id}/fork",
+@router.post("/executions/{execution_id}/fork", responses=answers(202, 404, 429, 503),
              summary="Run a finished execution again from one of its blocks")
 async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: ForkRequest,
                          wait: Annotated[bool, Query(description="wait for the answer and "

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..registry.errors import NotFound
 from .authorization import authorize_internal, for_internal
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["internal"])
@@ -26,7 +27,8 @@ class InternalExecute(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
 
 
-@router.post("/internal/tools/execute", summary="Run a published tool with empty variables",
+@router.post("/internal/tools/execute", responses=answers(401, 404),
+             summary="Run a published tool with empty variables",
              dependencies=[Depends(authorize_internal)])
 async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
     raw = await svc.inline.store.get_tool(body.publishedToolId)

@@ -17,6 +17,7 @@ from ..projections.metrics import HOUR_MS, to_ms
 from ..registry.errors import NotFound, RegistryError
 from .auth import Caller
 from .authorization import Authorized
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["studio"])
@@ -46,7 +47,8 @@ def daily(buckets: dict[bytes, bytes], now_ms: int, days: int = 7) -> list[dict[
     return out
 
 
-@router.get("/tools/{tool_id}/daily", summary="A tool's last seven days: runs, avgMs, successRate")
+@router.get("/tools/{tool_id}/daily", responses=answers(404),
+            summary="A tool's last seven days: runs, avgMs, successRate")
 async def tool_daily(svc: Svc, who: Caller, tool_id: str,
                      days: Annotated[int, Query(ge=1, le=30)] = 7) -> dict[str, Any]:
     await svc.registry.catch_up()
@@ -95,7 +97,8 @@ async def definition_schema(_who: Caller) -> dict[str, Any]:
     return block_schemas()
 
 
-@router.get("/tools/{tool_id}/callers", summary="Published tools that still call this tool")
+@router.get("/tools/{tool_id}/callers", responses=answers(404),
+            summary="Published tools that still call this tool")
 async def tool_callers(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
     await svc.registry.catch_up()
     if svc.registry.state.tool_in(tool_id, who.workspace) is None:

@@ -19,6 +19,7 @@ from ..registry.recorded import case_from_run
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .authorization import Authorized, refuse_unresolved
+from .contract import answers
 from .deps import Services, services
 from .executions_routes import HistoryUnavailable, _history
 
@@ -27,17 +28,18 @@ Svc = Annotated[Services, Depends(services)]
 MAX_RUNS = 50  # runs of one tree read to make a case (the tree's invocation cap)
 
 
-@router.get("/tools/{tool_id}/tests", summary="The tool's saved test cases")
+@router.get("/tools/{tool_id}/tests", responses=answers(404), summary="The tool's saved test cases")
 async def list_cases(svc: Svc, who: Caller, tool_id: str) -> list[dict[str, Any]]:
     return await svc.cases.list(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/tests", status_code=201, summary="Save a test case")
+@router.post("/tools/{tool_id}/tests", status_code=201, responses=answers(404, 409),
+             summary="Save a test case")
 async def create_case(svc: Svc, who: Writer, tool_id: str, body: CaseIn) -> dict[str, Any]:
     return await svc.cases.create(tool_id, body, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/tests/run",
+@router.post("/tools/{tool_id}/tests/run", responses=answers(404, 429),
              summary="Run the saved test cases against the draft or a version")
 async def run_cases(svc: Svc, grant: Authorized, tool_id: str,
                     body: Annotated[RunCases | None, Body()] = None) -> dict[str, Any]:
@@ -50,12 +52,13 @@ async def run_cases(svc: Svc, grant: Authorized, tool_id: str,
                                          case_ids=body.cases)
 
 
-@router.get("/tools/{tool_id}/tests/{case_id}", summary="One saved test case")
+@router.get("/tools/{tool_id}/tests/{case_id}", responses=answers(404), summary="One saved test case")
 async def get_case(svc: Svc, who: Caller, tool_id: str, case_id: str) -> dict[str, Any]:
     return await svc.cases.get(tool_id, case_id, scope=who.scope)
 
 
-@router.put("/tools/{tool_id}/tests/{case_id}", summary="Replace a saved test case")
+@router.put("/tools/{tool_id}/tests/{case_id}", responses=answers(404, 409),
+            summary="Replace a saved test case")
 async def replace_case(svc: Svc, who: Writer, tool_id: str, case_id: str,
                        body: CaseIn) -> dict[str, Any]:
     if body.id is not None and body.id != case_id:
@@ -63,12 +66,14 @@ async def replace_case(svc: Svc, who: Writer, tool_id: str, case_id: str,
     return await svc.cases.replace(tool_id, case_id, body, scope=who.scope)
 
 
-@router.delete("/tools/{tool_id}/tests/{case_id}", summary="Delete a saved test case")
+@router.delete("/tools/{tool_id}/tests/{case_id}", responses=answers(404),
+               summary="Delete a saved test case")
 async def delete_case(svc: Svc, who: Writer, tool_id: str, case_id: str) -> dict[str, Any]:
     return await svc.cases.delete(tool_id, case_id, scope=who.scope)
 
 
 @router.post("/executions/{execution_id}/test-case", status_code=201, tags=["tests"],
+             responses=answers(404, 409, 503),
              summary="Save a recorded run as a test case of its tool")
 async def case_from_execution(svc: Svc, who: Writer, execution_id: str,
                               body: Annotated[FromRun | None, Body()] = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ..registry.models import PublishIn, ToolCreate, ToolPatch
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
 from .authorization import Authorized, problems_of, refuse_unresolved
+from .contract import answers
 from .deps import Services, services
 
 log = structlog.get_logger("chatflow.api")
@@ -69,13 +70,14 @@ async def list_tools(svc: Svc, who: Caller,
             for t in tools]
 
 
-@router.post("/tools", status_code=201, summary="Create a tool (empty unless given)")
+@router.post("/tools", responses=answers(409), status_code=201, summary="Create a tool (empty unless given)")
 async def create_tool(svc: Svc, grant: Authorized,
                       body: Annotated[ToolCreate | None, Body()] = None) -> dict[str, Any]:
     return await svc.tools.create(body or ToolCreate(), scope=grant.scope)
 
 
-@router.post("/tools/test-flow", summary="Run a tool from a chosen block; returns the trace")
+@router.post("/tools/test-flow", responses=answers(404, 429),
+             summary="Run a tool from a chosen block; returns the trace")
 async def test_flow(svc: Svc, grant: Authorized, body: TestFlow) -> dict[str, Any]:
     definition = body.definition
     tool_id = body.toolId or "test"
@@ -121,7 +123,8 @@ async def _keep_test_run(svc: Services, workspace: str, tool_id: str | None, run
         return False
 
 
-@router.post("/tools/test-block", summary="Run one block alone (the builder's test panel)")
+@router.post("/tools/test-block", responses=answers(429),
+             summary="Run one block alone (the builder's test panel)")
 async def test_block(svc: Svc, grant: Authorized, body: TestBlock) -> dict[str, Any]:
     data = single_block_definition(body.block)
     await svc.registry.catch_up()
@@ -136,32 +139,35 @@ async def test_block(svc: Svc, grant: Authorized, body: TestBlock) -> dict[str, 
     return run.body()
 
 
-@router.get("/tools/{tool_id}", summary="A tool and its published version (404 in the trash)")
+@router.get("/tools/{tool_id}", responses=answers(404),
+            summary="A tool and its published version (404 in the trash)")
 async def get_one(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
     return await svc.tools.view(tool_id, scope=who.scope)
 
 
-@router.patch("/tools/{tool_id}", summary="Save a draft (name, description, definition)")
+@router.patch("/tools/{tool_id}", responses=answers(404, 409),
+              summary="Save a draft (name, description, definition)")
 async def save_tool(svc: Svc, grant: Authorized, tool_id: str, body: ToolPatch) -> dict[str, Any]:
     return await svc.tools.save(tool_id, body, scope=grant.scope)
 
 
-@router.delete("/tools/{tool_id}", summary="Move a tool to the trash")
+@router.delete("/tools/{tool_id}", responses=answers(404, 409), summary="Move a tool to the trash")
 async def trash_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.trash(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/restore", summary="Restore a tool from the trash")
+@router.post("/tools/{tool_id}/restore", responses=answers(404, 409), summary="Restore a tool from the trash")
 async def restore_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.restore(tool_id, scope=who.scope)
 
 
-@router.delete("/tools/{tool_id}/permanent", summary="Delete for good (only from the trash)")
+@router.delete("/tools/{tool_id}/permanent", responses=answers(404, 409),
+               summary="Delete for good (only from the trash)")
 async def purge_tool(svc: Svc, who: Writer, tool_id: str) -> dict[str, Any]:
     return await svc.tools.purge(tool_id, scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/publish",
+@router.post("/tools/{tool_id}/publish", responses=answers(404, 409, 429),
              summary="Publish the draft as the next version, if its saved test cases pass")
 async def publish_tool(svc: Svc, grant: Authorized, tool_id: str,
                        body: Annotated[PublishIn | None, Body()] = None) -> dict[str, Any]:
@@ -182,13 +188,13 @@ async def get_agent(svc: Svc, who: Caller, agent_id: str) -> dict[str, Any]:
     return await svc.tools.agent(agent_id, scope=who.scope)
 
 
-@router.put("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+@router.put("/ai-agents/{agent_id}/tools/{tool_id}", responses=answers(404, 409), tags=["agents"],
             summary="Link a tool to an agent (AiAgentTool)")
 async def link_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
     return await svc.tools.link(agent_id, tool_id, scope=who.scope)
 
 
-@router.delete("/ai-agents/{agent_id}/tools/{tool_id}", tags=["agents"],
+@router.delete("/ai-agents/{agent_id}/tools/{tool_id}", responses=answers(404, 409), tags=["agents"],
                summary="Unlink a tool from an agent")
 async def unlink_tool(svc: Svc, who: Writer, agent_id: str, tool_id: str) -> dict[str, Any]:
     return await svc.tools.link(agent_id, tool_id, linked=False, scope=who.scope)

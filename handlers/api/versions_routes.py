@@ -11,28 +11,29 @@ from ..registry.models import RollbackIn
 from ..registry.versions import parse_side
 from .auth import Caller
 from .authorization import Authorized, refuse_unresolved_references
+from .contract import answers
 from .deps import Services, services
 
 router = APIRouter(tags=["versions"])
 Svc = Annotated[Services, Depends(services)]
 
 
-@router.get("/tools/{tool_id}/versions",
+@router.get("/tools/{tool_id}/versions", responses=answers(404),
             summary="The tool's published versions, newest first, and the tools that call it")
 async def list_versions(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
     return await svc.versions.list(tool_id, scope=who.scope)
 
 
-@router.get("/tools/{tool_id}/versions/{number}", summary="One published version, with its "
-                                                          "definition")
+@router.get("/tools/{tool_id}/versions/{number}", responses=answers(404),
+            summary="One published version, with its definition")
 async def get_version(svc: Svc, who: Caller, tool_id: str, number: str) -> dict[str, Any]:
     # Any text: a version that is not a number is one that does not exist (404).
     wanted = int(number) if number.isdigit() else 0
     return await svc.versions.get(tool_id, wanted, number_text=number, scope=who.scope)
 
 
-@router.get("/tools/{tool_id}/diff", summary="What changed between two versions (or the draft), "
-                                             "by block and field")
+@router.get("/tools/{tool_id}/diff", responses=answers(404),
+            summary="What changed between two versions (or the draft), by block and field")
 async def diff_versions(
         svc: Svc, who: Caller, tool_id: str,
         from_: Annotated[str | None, Query(alias="from", max_length=20,
@@ -44,7 +45,7 @@ async def diff_versions(
     return await svc.versions.diff(tool_id, left, parse_side(to), scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/rollback",
+@router.post("/tools/{tool_id}/rollback", responses=answers(404, 409),
              summary="Publish version n's definition again, as the next version")
 async def rollback(svc: Svc, grant: Authorized, tool_id: str,
                    body: RollbackIn) -> dict[str, Any]:

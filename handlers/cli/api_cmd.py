@@ -40,7 +40,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
     asyncio.run(check_credentials(url, cluster=settings.redis_cluster))
     warn_without_encryption_key(settings)  # once it can start: an unreachable Valkey says one line
-    server = api_server(settings, args.host, args.port)
-    announce(settings, server)
+    server = api_server(settings, args.host, args.port,
+                        on_ready=lambda started: announce(settings, started))
     run_service(server.serve(), settings.event_loop)
     return 0

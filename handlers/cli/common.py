@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,22 +15,48 @@ if TYPE_CHECKING:  # imported where used: `chatflow --help` must not pay for the
     from ..settings import Settings
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def settings_from(args: argparse.Namespace, *, discover: bool = True) -> Settings:
+    """Settings from the environment, then what a ``chatflow up`` in this folder or above
+    keeps (local_up.py) for what the environment left unset, then ``--redis-url``.
+    ``discover=False``: the environment alone (``chatflow up`` itself)."""
     from ..settings import Settings
+    from .local_up import here
 
     settings = Settings()
+    found = here() if discover and settings.up_file else None
+    if found is not None:
+        settings = found.fill(settings)
     url = getattr(args, "redis_url", None)
     if url:
         settings = settings.model_copy(update={"redis_url": url})
+    elif found is not None and settings.redis_url and found.redis_url() == settings.redis_url:
+        args.up_file = found  # so an unreachable Valkey's message names the file
     return settings
 
 
 def require_url(settings: Settings) -> str:
+    from .local_up import missing
+
     if not settings.redis_url:
         raise ConfigurationError(
-            "REDIS_URL is not set: point it at your Valkey/Redis (redis://host:6379/0), "
-            "or use `chatflow up`, which starts an embedded one")
+            "REDIS_URL is not set and " + missing(settings, "Valkey URL", "redisUrl") + ": run "
+            "`chatflow up` in this folder (it starts an embedded Valkey; commands run here or "
+            "below find it), or point REDIS_URL at your Valkey/Redis (redis://host:6379/0)")
     return settings.redis_url
+
+
+def history_url(args: argparse.Namespace, settings: Settings, what: str) -> str:
+    """``--history-url``, else CHATFLOW_HISTORY_URL, else the ``chatflow up``'s; ``what``
+    starts the message when there is none."""
+    from .local_up import missing
+
+    url: str = getattr(args, "history_url", None) or settings.history_url
+    if not url:
+        raise ConfigurationError(
+            f"{what}: set CHATFLOW_HISTORY_URL or pass --history-url, or run this in the "
+            f"folder of a `chatflow up` or below it "
+            f"({missing(settings, 'history URL', 'historyUrl')})")
+    return url
 
 
 def client_for(settings: Settings) -> tuple[Client, Keys]:
@@ -52,6 +79,40 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
         if not sep or not name:
             raise ConfigurationError(f"{flag} {item!r}: expected NAME=VALUE")
         out[name] = value
+    return out
+
+
+def variables(items: list[str], flag: str, base: dict[str, Any] | None = None,
+              value: Callable[[str], Any] = str) -> dict[str, Any]:
+    """Repeated ``--var NAME=VALUE`` flags as the top-level variables they set. A dotted NAME
+    (``order.total=40``) sets that path inside an object variable (a copy of ``base``'s, or a
+    new one): templates read ``{{order.total}}`` as a path, so a variable literally named
+    ``order.total`` is one no template could ever read. A path through a value that is not an
+    object is refused, naming it."""
+    import copy
+
+    out: dict[str, Any] = {}
+    for name, raw in pairs(items, flag).items():
+        head, *path = name.split(".")
+        if not head or not all(path):
+            raise ConfigurationError(f"{flag} {name}=...: an empty name in the path")
+        if not path:
+            out[head] = value(raw)
+            continue
+        if head not in out:
+            out[head] = copy.deepcopy((base or {}).get(head, {}))
+        node, where = out[head], head
+        for index, part in enumerate(path):
+            last = index == len(path) - 1
+            if not isinstance(node, dict):
+                raise ConfigurationError(
+                    f"{flag} {name}=...: {where} is {json.dumps(node)[:60]}, not an object; set "
+                    f"it whole ({flag} '{where}={{...}}')")
+            if last:
+                node[part] = value(raw)
+            else:
+                node = node.setdefault(part, {})
+                where = f"{where}.{part}"
     return out
 
 

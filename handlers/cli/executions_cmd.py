@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..dataplane.trees import active_leaf, store_for
 from ..keys import Keys
 from ..redis_client import Client
-from .common import add_redis_flag, client_for, settings_from
+from .common import add_redis_flag, client_for, history_url, settings_from
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when the history is read
     from ..history.queries import Filters
@@ -90,7 +90,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_redis_flag(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--state", choices=("running", "finished", "all"), default="running",
-                   help="running (default, from Valkey), finished or all (the run history)")
+                   help="running (default: in flight, from Valkey), finished or all (finished "
+                        "runs too, from the run history)")
     p.add_argument("--tool-id")
     p.add_argument("--published-tool-id")
     p.add_argument("--status", choices=("ok", "error", "cancelled", "timeout"))
@@ -126,10 +127,7 @@ async def _finished(args: argparse.Namespace,
     from ..history.db import engine_for
     from ..history.queries import BadQuery, list_runs
 
-    url = args.history_url or settings_from(args).history_url
-    if not url:
-        raise ConfigurationError("finished runs live in the run history: set "
-                                 "CHATFLOW_HISTORY_URL or pass --history-url")
+    url = history_url(args, settings_from(args), "finished runs live in the run history")
     engine = engine_for(url)
     try:  # the shell is an operator's: every workspace's runs
         return await list_runs(engine, None, filters, limit=args.limit,
@@ -176,6 +174,9 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         if args.state != "finished":
             print(render(rows))
+        if args.state == "running" and not rows:
+            print("finished runs are in the run history: add --state finished (or --state all)",
+                  file=sys.stderr)
         if args.state != "running":
             print(render_finished(finished))
     if cursor:

@@ -12,7 +12,8 @@ from typing import Any
 
 from chatflow.runtime.errors import ConfigurationError
 
-from .common import add_redis_flag, client_for, pairs, settings_from
+from .common import add_redis_flag, client_for, history_url, settings_from
+from .common import variables as set_variables
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +22,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("execution_id")
     p.add_argument("--from", dest="from_block", required=True, help="the block to start at")
     p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                   help="a variable laid over the run's (repeatable; VALUE as JSON if it parses)")
+                   help="a variable laid over the run's (repeatable; VALUE as JSON if it "
+                        "parses); a dotted NAME (order.total=40) sets that field of the run's "
+                        "object, keeping its others")
     p.add_argument("--definition", help="a JSON file: the definition to run instead")
     p.add_argument("--history-url", help="overrides CHATFLOW_HISTORY_URL")
     p.add_argument("--no-wait", action="store_true", help="print the command and return")
@@ -37,16 +40,13 @@ def _value(text: str) -> Any:
 
 async def _run(args: argparse.Namespace) -> int:
     from ..history.db import engine_for
-    from ..history.fork import ForkRefused, start_fork
+    from ..history.fork import ForkRefused, start_fork, variables_at
     from ..history.queries import get_run
     from ..interfaces.client import wait_results
     from ..registry.scope import shell_grant
 
     settings = settings_from(args)
-    url = args.history_url or settings.history_url
-    if not url:
-        raise ConfigurationError("forks start from the run history: set CHATFLOW_HISTORY_URL "
-                                 "or pass --history-url")
+    url = history_url(args, settings, "forks start from the run history")
     definition = None
     if args.definition:
         try:
@@ -60,7 +60,9 @@ async def _run(args: argparse.Namespace) -> int:
         await engine.dispose()
     if run is None:
         raise ConfigurationError(f"no run {args.execution_id!r} in the history")
-    variables = {k: _value(v) for k, v in pairs(args.var, "--var").items()}
+    # A dotted --var changes one field of an object the run had at that block, the rest kept.
+    variables = set_variables(args.var, "--var", variables_at(run["steps"], args.from_block),
+                              _value)
     client, keys = client_for(settings)
     try:
         try:

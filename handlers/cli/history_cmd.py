@@ -30,10 +30,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _url(args: argparse.Namespace) -> str:
-    url: str = args.url or settings_from(args).history_url
+    from .local_up import missing
+
+    settings = settings_from(args)
+    url: str = args.url or settings.history_url
     if not url:
         raise ConfigurationError("no history database: set CHATFLOW_HISTORY_URL "
-                                 "(sqlite:///path/history.db or postgresql://...) or pass --url")
+                                 "(sqlite:///path/history.db or postgresql://...), pass --url, "
+                                 "or run this in the folder of a `chatflow up` or below it ("
+                                 + missing(settings, "history URL", "historyUrl") + ")")
     return url
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -48,15 +49,30 @@ def _run(args: argparse.Namespace, action: Callable[[Any, Any], Awaitable[Any]])
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..controlplane.apikeys import create_api_key
+    from ..controlplane.apikeys import check_workspace, create_api_key, list_workspaces
 
-    key_id, token = _run(args, lambda client, keys: create_api_key(
-        client, keys, workspace=args.workspace, role=args.role, name=args.name,
-        expires_in_days=args.expires_in))
+    async def create(client: Any, keys: Any) -> tuple[str, str]:
+        check_workspace(args.workspace)  # a malformed name is refused before anything is said
+        existing = await list_workspaces(client, keys)
+        if args.workspace not in existing:  # SPEC: a new workspace is made; say so, not quietly
+            print(new_workspace(args.workspace, existing), file=sys.stderr)
+        made: tuple[str, str] = await create_api_key(
+            client, keys, workspace=args.workspace, role=args.role, name=args.name,
+            expires_in_days=args.expires_in)
+        return made
+
+    key_id, token = _run(args, create)
     print(f"created key {key_id} ({args.role} of workspace {args.workspace}); "
           "the token is shown once:")
     print(token)
     return 0
+
+
+def new_workspace(workspace: str, existing: list[str]) -> str:
+    close = difflib.get_close_matches(workspace, existing, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (f"workspace {workspace!r} does not exist: creating it (existing workspaces: "
+            f"{', '.join(existing)}){hint}")
 
 
 def _when(ms: int | None) -> str:

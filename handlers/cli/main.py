@@ -86,12 +86,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..redis_client import auth_failure, is_auth_refusal
         from ..settings import configured_redis_url
 
-        url = getattr(args, "redis_url", None) or configured_redis_url()
+        found = getattr(args, "up_file", None)  # the URL came from a `chatflow up`'s file
+        url = (getattr(args, "redis_url", None) or (found.redis_url() if found else None)
+               or configured_redis_url())
         if is_auth_refusal(exc):
             print(f"chatflow: {auth_failure(url)}", file=sys.stderr)
             return 2
         message = unreachable_message(exc, url)
         if message is None:
             raise
+        if found is not None:
+            message += f" (the URL is the one in {found.who()})"
         print(f"chatflow: {message}", file=sys.stderr)
         return 3

@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,20 +111,38 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return supervise(procs)
 
 
-def announce_admin_key(settings: Settings, url: str, data_dir: Path, port: int | None) -> None:
-    """On a loopback API: the admin key of ``default`` (made on first start), with a curl line."""
+@dataclass(frozen=True, slots=True)
+class AdminKey:
+    token: str
+    path: Path
+    created: bool
+
+    def text(self, root: str, base_path: str) -> str:
+        """What ``up`` says of it once the API at ``root`` listens, with a curl line."""
+        return (f"{'new' if self.created else 'existing'} admin API key of workspace default "
+                f"(kept in {self.path}, mode 0600):\n{self.token}\n"
+                f"try: curl -H \"Authorization: Bearer $(cat {self.path})\" "
+                f"{root}{base_path.rstrip('/')}/tools")
+
+
+def admin_key(settings: Settings, url: str, data_dir: Path) -> AdminKey | None:
+    """On a loopback API: the admin key of ``default`` (made on first start); else None,
+    having said how to make one."""
     from .admin_key import ensure_admin_key, is_loopback
 
     if not is_loopback(settings.api_host):
         print("API not on loopback: no key made; create one with "
               "`chatflow keys create --workspace default --role admin`", file=sys.stderr)
-        return
-    token, path, created = asyncio.run(ensure_admin_key(settings, url, data_dir))
-    base = (f"http://{settings.api_host}:{settings.api_port if port is None else port}"
-            f"{settings.api_base_path.rstrip('/')}")
-    print(f"{'new' if created else 'existing'} admin API key of workspace default "
-          f"(kept in {path}, mode 0600):\n{token}\n"
-          f"try: curl -H \"Authorization: Bearer $(cat {path})\" {base}/tools", file=sys.stderr)
+        return None
+    return AdminKey(*asyncio.run(ensure_admin_key(settings, url, data_dir)))
+
+
+def announce_admin_key(settings: Settings, url: str, data_dir: Path, port: int | None) -> None:
+    """The admin key and its curl line, for an API on ``port`` (default: the settings')."""
+    key = admin_key(settings, url, data_dir)
+    if key is not None:
+        root = f"http://{settings.api_host}:{settings.api_port if port is None else port}"
+        print(key.text(root, settings.api_base_path), file=sys.stderr)
 
 
 def shell_url(url: str, server: EmbeddedServer | None) -> str:
@@ -141,17 +160,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     from ..controlplane.examples import publish_examples
     from ..operations.embedded import EmbeddedServer, private_dir, read_or_make_encryption_key
     from ..operations.logging import configure_logging
-    from ..operations.serving import STOP_SIGNALS, serve_with_worker, serve_workers
+    from ..operations.serving import STOP_SIGNALS, api_root, serve_with_worker, serve_workers
     from ..redis_client import redact
 
     configure_logging()
     private_dir(Path(args.data_dir).resolve())  # 0700, its files 0600 (docs/security.md)
-    settings = _with_metrics_port(settings_from(args), args)
+    # The environment alone: an up.json here is this command's own, from an earlier start.
+    settings = _with_metrics_port(settings_from(args, discover=False), args)
     if not settings.history_url:  # the run history, embedded: a SQLite file, nothing to install
         history = Path(args.data_dir).resolve() / "history.db"
         settings = settings.model_copy(update={"history_url": f"sqlite:///{history}",
                                                "history_auto_migrate": True})
     server = None
+    key_file = None
     url = settings.redis_url
     for sig in STOP_SIGNALS:  # until the workers' loop takes them over: unwind, stop the server
         signal.signal(sig, _exit_on_signal)
@@ -168,24 +189,67 @@ def cmd_up(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"redis_url": url})
     announce_egress(settings)
     if not settings.encryption_key:  # CHATFLOW_ENCRYPTION_KEY wins; else up's own, kept
-        key, key_file = read_or_make_encryption_key(Path(args.data_dir).resolve())
-        settings = settings.model_copy(update={"encryption_key": key})
+        encryption_key, key_file = read_or_make_encryption_key(Path(args.data_dir).resolve())
+        settings = settings.model_copy(update={"encryption_key": encryption_key})
         print(f"encryption key for secret headers and LLM keys in {key_file} (mode 0600; "
               "back it up: what is saved with it cannot be read without it)", file=sys.stderr)
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))
             print(f"published examples: {', '.join(names)}", file=sys.stderr)
-        print(f"ready. try: REDIS_URL={shell_url(url, server)} chatflow exec "
-              "--tool pt-greeting --input name=Ana", file=sys.stderr)
-        if not args.no_api:
-            announce_admin_key(settings, url, Path(args.data_dir).resolve(), args.api_port)
+        key = None if args.no_api else admin_key(settings, url, Path(args.data_dir).resolve())
+        here = Ready(settings, url, server, Path(args.data_dir).resolve(), key_file, key)
         if args.no_api:
+            here.say(None)
             run_service(serve_workers(settings, url), settings.event_loop)
-        else:
-            run_service(serve_with_worker(settings, url, port=args.api_port),
+        else:  # said once the API listens: a request sent at once is answered
+            run_service(serve_with_worker(settings, url, port=args.api_port,
+                                          on_ready=lambda api: here.say(api_root(api))),
                         settings.event_loop)
     finally:
         if server is not None:
             server.stop()
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """What ``chatflow up`` says and keeps for the commands run next to it once it serves."""
+
+    settings: Settings
+    url: str
+    server: EmbeddedServer | None
+    data_dir: Path
+    encryption_key_file: Path | None
+    key: AdminKey | None
+
+    def say(self, root: str | None) -> None:
+        from ..history.db import shown
+        from .local_up import without_password, write
+
+        settings = self.settings
+        base = f"{root}{settings.api_base_path.rstrip('/')}" if root else None
+        if self.key is not None and root is not None:
+            print(self.key.text(root, settings.api_base_path), file=sys.stderr)
+        print(f"run history in {shown(settings.history_url)}", file=sys.stderr)
+        server = self.server
+        state = {
+            "redisUrl": (f"redis://127.0.0.1:{server.port}/0" if server is not None
+                         else without_password(self.url)),
+            "redisPasswordFile": (str(server.password_file)
+                                  if server is not None and server.password else None),
+            "prefix": settings.prefix, "partitions": settings.partitions,
+            "historyUrl": without_password(settings.history_url),
+            "encryptionKeyFile": str(self.encryption_key_file)
+            if self.encryption_key_file else None,
+            "adminKeyFile": str(self.key.path) if self.key is not None else None,
+            "apiUrl": base, "dataDir": str(self.data_dir)}
+        if not settings.up_file:
+            print(f"ready. try: REDIS_URL={shell_url(self.url, self.server)} chatflow exec "
+                  "--tool pt-greeting --input name=Ana", file=sys.stderr, flush=True)
+            return
+        kept = write(Path.cwd(), state)
+        print(f"commands run in this folder or below it find this chatflow up in {kept}; "
+              f"elsewhere: REDIS_URL={shell_url(self.url, self.server)}", file=sys.stderr)
+        print("ready. try: chatflow exec --tool pt-greeting --input name=Ana",
+              file=sys.stderr, flush=True)

@@ -119,10 +119,18 @@ class Recovery:
 
     async def due_partitions(self) -> list[int]:
         """The partitions whose deadline set holds a deadline that has passed."""
+        return (await self.due_work())[0]
+
+    async def due_work(self) -> tuple[list[int], list[int]]:
+        """The partitions with a deadline that has passed, and those with a delayed step
+        (a retry's, handlers/dataplane/delayed.py) that is due: one probe for both."""
         now = int(time.time() * 1000)
-        sets = [self.keys.deadlines(n) for n in range(self.keys.partitions)]
+        parts = range(self.keys.partitions)
+        sets = [self.keys.deadlines(n) for n in parts] + [self.keys.delayed(n) for n in parts]
         counts = await self._run(PROBE, sets, [now], [""] * len(sets))
-        return [n for n, c in enumerate(counts) if int(c) > 0]
+        size = self.keys.partitions
+        return ([n for n, c in enumerate(counts[:size]) if int(c) > 0],
+                [n for n, c in enumerate(counts[size:]) if int(c) > 0])
 
     async def forget_idle_consumers(self, streams: list[tuple[str, str]]) -> int:
         """Remove consumers idle past the claim window with nothing pending, at most once

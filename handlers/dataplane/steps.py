@@ -30,10 +30,14 @@ from chatflow.runtime.outbound import (
     leave_sending_while,
     leave_traced,
 )
+from chatflow.runtime.outcome import BlockOutcome
 from chatflow.runtime.runahead import RunAhead
-from chatflow.runtime.state import ExecState, StepMsg, Transition, step_decoder
+from chatflow.runtime.state import Attempt, ExecState, StepMsg, Transition, step_decoder
 from chatflow.schemas.definition import (
+    CallAIBlock,
+    CallEndpointBlock,
     CallToolBlock,
+    FetchMediaBlock,
     HttpCallBlock,
     RunnableBlock,
     ToolDefinition,
@@ -42,12 +46,15 @@ from chatflow.schemas.definition import (
 from ..operations import metrics
 from ..operations.logging import enter_execution, leave_execution
 from ..redis_client import Entry
-from .store import Commit, Store
+from .store import COMMITTED, Commit, Store
 
 if TYPE_CHECKING:
     from ..operations.tracing import Tracing
 
 log = structlog.get_logger("chatflow.steps")
+# The blocks that call the outside world over HTTP: each run is an attempt
+# (chatflow_http_attempts_total).
+CALLS = frozenset({HttpCallBlock, CallEndpointBlock, FetchMediaBlock, CallAIBlock})
 
 
 def now_ms() -> int:
@@ -109,17 +116,24 @@ class AnsweredChecks:
 
 @dataclass(slots=True)
 class Pending:
-    """A block that must talk to the outside world before its transition is known."""
+    """A block that must talk to the outside world before its transition is known;
+    ``attempts``/``since``: a retry's step carried them (runtime/retry.py)."""
 
     state: ExecState
     block: RunnableBlock
+    attempts: list[Attempt] | None = None
+    since: int = 0
 
 
 class StepProcessor:
     def __init__(self, store: Store, machine: Machine, runner: BlockRunner,
                  definitions: DefinitionCache, clock: Callable[[], int] = now_ms,
-                 run_ahead_budget_ms: int = 3_000, tracing: Tracing | None = None) -> None:
+                 run_ahead_budget_ms: int = 3_000, tracing: Tracing | None = None,
+                 on_delayed: Callable[[int, int], None] | None = None) -> None:
+        """``on_delayed(partition, due_ms)``: told of every delayed step committed (a
+        retry's wait), so the worker wakes when it is due (handlers/dataplane/delayed.py)."""
         self.store = store
+        self.on_delayed = on_delayed
         self.machine = machine
         self.runner = runner
         self.definitions = definitions
@@ -206,7 +220,14 @@ class StepProcessor:
         for ((entry_id, msg), state, _), transition in zip(decided, carried, strict=True):
             root = state.rootId if state else msg.exec_id.split(".", 1)[0]
             commits.append(Commit(partition, root, transition, entry_id))
-        metrics.observe_commits(commits, await self.store.commit(commits), self.tracing)
+        verdicts = await self.store.commit(commits)
+        metrics.observe_commits(commits, verdicts, self.tracing)
+        if self.on_delayed is not None:
+            for commit, verdict in zip(commits, verdicts, strict=True):
+                t = commit.transition
+                if t is not None and t.delayed and verdict == COMMITTED:
+                    for due, _step in t.delayed:
+                        self.on_delayed(partition, due)
 
     async def _run_inert(self, state: ExecState, block: RunnableBlock) -> Transition:
         """An inert block (runtime/runahead.py: a script, a callTool) sends no outbound
@@ -299,7 +320,7 @@ class StepProcessor:
         # Tracing on: the block's requests carry its own span's traceparent (runtime/outbound.py).
         traced = None if self.tracing is None else enter_traced(self.tracing.visit_headers(state))
         try:
-            return await self._run_block(state, item.block)
+            return await self._run_block(state, item.block, item.attempts, item.since)
         except Exception as exc:
             return self._crashed(state, exc)
         finally:
@@ -338,10 +359,15 @@ class StepProcessor:
             planned = self.machine.plan(state, definition, self.clock())
             if isinstance(planned, Transition):
                 return planned
-            return Pending(state, planned)
+            return Pending(state, planned, msg.attempts, msg.since)
         except Exception as exc:
             return self._crashed(state, exc)
 
-    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+    async def _run_block(self, state: ExecState, block: RunnableBlock,
+                         attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
         result = await self.runner.run(state, block, self.clock())
-        return self.machine.after_run(state, block, result, self.clock())
+        t = self.machine.after_run(state, block, result, self.clock(), attempts, since)
+        if type(block) in CALLS and isinstance(result, BlockOutcome):
+            metrics.http_attempt(state.publishedToolId, "retried" if t.delayed else
+                                 "ok" if result.error is None else "failed")
+        return t

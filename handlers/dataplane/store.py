@@ -75,7 +75,8 @@ class Op(IntEnum):
     OUTBOX = 11  # an outbox entry (a cluster): kind, target, data
     LOG = 12  # a tree's log begun: its first line
     APPEND = 13  # a line appended to a tree's log: the line, 1 to renew the log's ttl
-    DEADLINE = 14  # a deadline: score, root id
+    DEADLINE = 14  # ZADD: score, member (a deadline: its ms and root id; a delayed step:
+    # when it is due and its data, on the partition's delayed zset)
 
 
 ARITY = {Op.DONE: 1, Op.TYPE: 1, Op.EXPECT: 2, Op.GUARD: 2, Op.ANSWER: 3, Op.DEFINITION: 2,
@@ -140,7 +141,8 @@ COMMIT = LuaScript("commit", header=lua_table("V", Verdict) + lua_table("OP", Op
                    + lua_arity())
 PUBLISH_ONCE = LuaScript("publish_once")
 RENEW = LuaScript("renew")
-SCRIPTS = (COMMIT, PUBLISH_ONCE, RENEW)
+PROMOTE = LuaScript("promote")  # delayed steps due (handlers/dataplane/delayed.py)
+SCRIPTS = (COMMIT, PUBLISH_ONCE, RENEW, PROMOTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +300,10 @@ class Store:
         except NoScriptError:
             await self.load_scripts()
         return await send_all(self.client, commands)
+
+    async def run_scripts(self, commands: list[Command]) -> list[Any]:
+        """Script calls (``LuaScript.command``) in one round trip, reloading on NOSCRIPT."""
+        return await self._execute(commands)
 
     async def load_scripts(self) -> None:
         for script in SCRIPTS:
@@ -500,6 +506,14 @@ class Store:
         blobs = {} if one_hop else self._state_ops(c, key, args)
         if t.steps:
             self._step_ops(t, key(self._steps[n]), blobs, args)
+        if t.delayed:
+            # Read by the promoter (handlers/dataplane/delayed.py) when due: a retry's wait
+            # holds nothing but this member. Not inlined: the state is in its key.
+            delayed = key(k.delayed(n)) * 16 + _DEADLINE
+            for due, step in t.delayed:
+                args += (delayed, due, state_encoder.encode(StepOut(
+                    step.exec_id, step.version, step.kind, step.child, None, step.attempts,
+                    step.since)))
         self._emit_ops(t, n, batch, redirect)
         self._log_op(c, key, args)
         if c.deadline is not None and not one_hop:

@@ -24,6 +24,7 @@ from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
 from chatflow.runtime.blocks.runner import BlockRunner
 from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.edge import Edge
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
 
@@ -46,6 +47,8 @@ from ..redaction import SecretIndex
 from ..redis_client import Client, Entry, is_connection_lost, make_client
 from ..settings import Settings
 from .batches import GroupReader, by_slot
+from .delayed import DelayedSteps
+from .edge import SharedGate
 from .intake import Intake
 from .leases import Leases
 from .native import NativeToolServer
@@ -133,17 +136,21 @@ class Worker:
         self.sandbox = ScriptSandbox(ScriptLimits(timeout_ms=s.script_timeout_ms,
                                                   max_memory_bytes=s.script_max_memory_mb << 20),
                                      lanes=s.script_lanes or None, child_env=s.sandbox_env())
+        # Limits and circuit breakers of integration servers and origins (runtime/edge.py).
+        self.gate = SharedGate(self.client, self.keys, lease_ms=s.claim_idle_ms)
         self.runner = BlockRunner(http=self.http, sandbox=self.sandbox, tools=self.store,
                                   definitions=self.definitions, limits=self.machine.limits,
-                                  script_timeout_ms=s.script_timeout_ms)
+                                  script_timeout_ms=s.script_timeout_ms,
+                                  edge=Edge(self.gate, s.origins()))
         register_media_and_ai(self.runner, self.store, s.media_config(), s.ai_config())
-        self.runner.register("callEndpoint",
-                             CallEndpointExecutor(self.http, self.store, self.machine.limits))
+        self.runner.register("callEndpoint", CallEndpointExecutor(
+            self.http, self.store, self.machine.limits, self.gate))
         for kind, executor in self.extra_executors.items():
             self.runner.register(kind, executor)
+        self.delayed = DelayedSteps(self.store)
         self.steps = StepProcessor(self.store, self.machine, self.runner, self.definitions,
                                    run_ahead_budget_ms=min(500, s.claim_idle_ms // 4),
-                                   tracing=self.tracing)
+                                   tracing=self.tracing, on_delayed=self.delayed.note)
         self.intake = Intake(self.store, self.machine, self.definitions,
                              run_ahead=self.steps.run_ahead, tracing=self.tracing)
         self.intake.results_maxlen = s.results_maxlen
@@ -237,6 +244,7 @@ class Worker:
             await self.spans.ensure_group()
         await self.native.start()
         await self.store.load_scripts()
+        await self.gate.load_scripts()
 
     async def _take(self, stream: str, group: str, process: Process,
                     entries: list[Entry]) -> None:
@@ -342,10 +350,17 @@ class Worker:
                                                     self.spans.process),
                                      self.leases.holds(self.keys.executions, TRACING_GROUP))
 
+    async def _renew(self) -> None:
+        """The leases of what this worker holds: stream entries, and slots under limits."""
+        await self.leases.renew()
+        await self.gate.renew()
+
     async def _reap_all(self) -> None:
-        due = await self.recovery.due_partitions()
+        due, delayed = await self.recovery.due_work()
         for n in due:
             await self.recovery.reap_deadlines(n)
+        for n in delayed:  # another worker's retries (it may have died during the wait)
+            await self.delayed.promote(n)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -360,6 +375,7 @@ class Worker:
     async def _start(self) -> None:
         await ensure_groups(self.client, self.keys)
         await self.store.load_scripts()
+        await self.gate.load_scripts()
         if self.history is not None:  # a database behind the migrations stops the start here
             await self.history.start(migrate=self.settings.history_auto_migrate)
         if self.spans is not None:
@@ -371,9 +387,10 @@ class Worker:
         self._reading = [asyncio.create_task(r.run()) for r in self.readers]
         self._loops = [
             asyncio.create_task(self._every(s.claim_interval_ms, self._reclaim_all)),
-            asyncio.create_task(self._every(s.lease_renew_every_ms, self.leases.renew)),
+            asyncio.create_task(self._every(s.lease_renew_every_ms, self._renew)),
             asyncio.create_task(self._every(s.reaper_interval_ms, self._reap_all)),
             asyncio.create_task(self._every(60_000, self._trim_executions)),
+            asyncio.create_task(self.delayed.run()),
         ]
         if s.metrics_port:
             self.health = await HealthServer(s.metrics_host or s.api_host, s.metrics_port,
@@ -395,6 +412,7 @@ class Worker:
         ok, _why, self._oom_seen_scrape = await self._readiness(self._oom_seen_scrape)
         prom.READY.set(int(ok))
         await prom.refresh_streams(self.client, self.keys)
+        await self.gate.refresh()
 
     async def ready(self) -> tuple[bool, str]:
         """Ready: Redis answers and accepts writes, and every reader reads."""

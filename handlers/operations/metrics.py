@@ -39,6 +39,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.samples import Exemplar
 
+from chatflow.runtime.errors import ErrorCode
 from chatflow.schemas.wire import LlmUsageEvent
 
 from ..keys import Keys, origin_of
@@ -86,8 +87,15 @@ class BoundedLabel:
         return value
 
 
+# Every code a tool can fail with (the rows of runtime/errors.py's table), so each
+# `chatflow_errors_total{code=...}` series exists at 0 from a process's start: an alert on one
+# (ChatflowTimeouts: tool_timeout) then has a series to evaluate before the first failure. A
+# code no row names (a native tool's, a newer worker's) is still counted, as it comes.
+ERROR_CODES = tuple(code.value for code in ErrorCode)
+
 tool_label = BoundedLabel(50)
-code_label = BoundedLabel(100, _CODE, GUARDRAILS)
+# Room for codes this list does not know yet (a native tool's, a newer worker's), then "other".
+code_label = BoundedLabel(len(ERROR_CODES) + 50, _CODE, (*ERROR_CODES, *GUARDRAILS))
 
 EXECUTIONS = Counter("chatflow_tool_executions_total",
                      "Tool executions (nested ones included) by tool and outcome",
@@ -136,8 +144,58 @@ READY = Gauge("chatflow_worker_ready", "1 while this worker's /health/ready answ
               "(Valkey answers and takes writes, every reader reads); set at each scrape",
               registry=REGISTRY)
 
+# Calls to the outside world (runtime/retry.py, handlers/dataplane/edge.py). ``server`` is an
+# integration server's id or an origin of CHATFLOW_ORIGIN_LIMITS, bounded like tools.
+HTTP_ATTEMPTS = Counter("chatflow_http_attempts_total",
+                        "Attempts of blocks that call out over HTTP (httpCall, callEndpoint, "
+                        "fetchMedia, callAI) by tool and outcome: ok, retried (failed, another "
+                        "attempt is scheduled), failed (the block's last attempt failed)",
+                        ["tool", "outcome"], registry=REGISTRY)
+RATE_LIMIT_WAITS = Counter("chatflow_rate_limit_waits_total",
+                           "Calls that waited for their turn under a rate or concurrency limit "
+                           "(an integration server's limits, CHATFLOW_ORIGIN_LIMITS)",
+                           registry=REGISTRY)
+CIRCUIT_STATE = Gauge("chatflow_circuit_state",
+                      "A circuit breaker's shared state: 0 closed, 1 half-open, 2 open; read "
+                      "from Valkey at scrape time for the circuits this process has used",
+                      ["server"], registry=REGISTRY)
+CIRCUIT_TRANSITIONS = Counter("chatflow_circuit_transitions_total",
+                              "Circuit breaker transitions made by this process, by the state "
+                              "entered (open, half_open, closed)", ["server", "to"],
+                              registry=REGISTRY)
+server_label = BoundedLabel(50)
+CIRCUIT_STATES = {"closed": 0, "half_open": 1, "open": 2}
+
+
+def http_attempt(published_tool_id: str, outcome: str) -> None:
+    # A fork's attempts count under the tool it forked, as its executions do.
+    _adder(HTTP_ATTEMPTS, (tool_label(origin_of(published_tool_id)), outcome))(1)
+
+
+def rate_limit_waited() -> None:
+    RATE_LIMIT_WAITS.inc()
+
+
+def circuit_moved(server: str, to: str) -> None:
+    label = server_label(server)
+    CIRCUIT_TRANSITIONS.labels(label, to).inc()
+    CIRCUIT_STATE.labels(label).set(CIRCUIT_STATES.get(to, 0))
+
+
+def circuit_seen(server: str, state: str) -> None:
+    CIRCUIT_STATE.labels(server_label(server)).set(CIRCUIT_STATES.get(state, 0))
+
 
 TREE_END_REASONS = ("deadline_timeout", "dead_lettered", "cancelled")
+
+# The series alerts read start at 0 (deploy/prometheus/alerts.yml): a rate over a series that
+# does not exist yet is no value at all, and an alert on it could never fire.
+for _code in ERROR_CODES:
+    ERRORS.labels(_code)
+for _kind in sorted(set(GUARDRAILS.values())):
+    GUARDRAIL_TRIPS.labels(_kind)
+for _outcome in ("ok", "error"):
+    RESULTS.labels(_outcome)
 
 
 class SharedCounters:
@@ -188,6 +246,7 @@ _DROPPED = {0: "already_answered", -1: "stale", 2: "duplicate_command", 3: "wron
 
 def configure(max_tools: int) -> None:
     tool_label.cap = max_tools
+    server_label.cap = max_tools
 
 
 def observe_commits(commits: Sequence[Any], verdicts: Sequence[int], tracing: Any = None) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..dataplane.native import load_native_tools
@@ -50,33 +51,56 @@ def tune_gc(threshold: int) -> None:
         gc.set_threshold(threshold, gen1, gen2)
 
 
-def api_server(settings: Settings, host: str | None = None, port: int | None = None
-               ) -> uvicorn.Server:
+def api_server(settings: Settings, host: str | None = None, port: int | None = None,
+               on_ready: Callable[[uvicorn.Server], None] | None = None) -> uvicorn.Server:
+    """The API's server; ``on_ready`` runs once it listens and its start-up (the registry's
+    projections) is done, so a request sent the moment it says so is answered."""
     import uvicorn
 
     from ..api import create_app
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready(self)
+
     config = uvicorn.Config(create_app(settings), host=host or settings.api_host,
                             port=settings.api_port if port is None else port,
                             log_config=None, access_log=False, lifespan="on")
-    return uvicorn.Server(config)
+    return Server(config)
+
+
+def api_root(server: uvicorn.Server) -> str:
+    """``http://host:port`` the server answers on: the port it bound once started (port 0
+    picks one), the configured one before."""
+    host, port = server.config.host, server.config.port
+    listening = getattr(server, "servers", None) if server.started else None
+    if listening and listening[0].sockets:
+        port = listening[0].sockets[0].getsockname()[1]
+    return f"http://{host}:{port}"
 
 
 def announce(settings: Settings, server: uvicorn.Server) -> None:
-    base = settings.api_base_path.rstrip("/")
-    where = f"http://{server.config.host}:{server.config.port}{base}"
+    root = api_root(server)
+    where = f"{root}{settings.api_base_path.rstrip('/')}"
     print(f"API on {where} (OpenAPI: {where}/openapi.json, docs: {where}/docs)", file=sys.stderr)
-    print(f"Studio on http://{server.config.host}:{server.config.port}/studio/ "
-          "(sign in with an API key)", file=sys.stderr)
+    print(f"Studio on {root}/studio/ (sign in with an API key)", file=sys.stderr, flush=True)
 
 
 async def serve_with_worker(settings: Settings, url: str, host: str | None = None,
-                            port: int | None = None) -> None:
+                            port: int | None = None,
+                            on_ready: Callable[[uvicorn.Server], None] | None = None) -> None:
     """The workers and the API in one asyncio loop (``chatflow up``); either stopping
-    stops both."""
+    stops both. ``on_ready``: once the API listens (after its own announcement)."""
     settings = settings.model_copy(update={"redis_url": url})
-    server = api_server(settings, host, port)
-    announce(settings, server)
+
+    def ready(server: uvicorn.Server) -> None:
+        announce(settings, server)
+        if on_ready is not None:
+            on_ready(server)
+
+    server = api_server(settings, host, port, on_ready=ready)
     stop = asyncio.Event()
 
     async def api() -> None:

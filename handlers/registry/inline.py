@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import json
 import time
 import uuid
@@ -25,16 +26,18 @@ from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
 from chatflow.runtime.blocks.mocks import MockOutbound
 from chatflow.runtime.blocks.runner import BlockRunner, Executor, Result
 from chatflow.runtime.definitions import DefinitionCache
+from chatflow.runtime.edge import Edge
 from chatflow.runtime.errors import ToolFailure, internal_error
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outbound import Outbound
 from chatflow.runtime.runahead import RunAhead
 from chatflow.runtime.sandbox import ScriptLimits, ScriptSandbox
-from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
+from chatflow.runtime.state import Attempt, ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 from chatflow_agent.runtime_client import RESULT
 
+from ..dataplane.edge import SharedGate
 from ..dataplane.store import Store
 from ..keys import Keys
 from ..redis_client import Client
@@ -80,14 +83,19 @@ class InlineRunner:
             max_memory_bytes=settings.script_max_memory_mb << 20), lanes=settings.script_lanes or None,
             child_env=settings.sandbox_env())
         self.extra_executors = extra_executors or {}
-        self.runner = self._block_runner(http)
+        # Test runs are held to the same limits and circuits as the workers' runs; a test
+        # case's mocked blocks reach no upstream, so none is held for them.
+        self.gate = SharedGate(client, keys, lease_ms=settings.claim_idle_ms)
+        self.runner = self._block_runner(http, self.gate)
         self.mocked = self._block_runner(MockOutbound())  # test cases' mocked blocks only
 
-    def _block_runner(self, http: Outbound) -> BlockRunner:
+    def _block_runner(self, http: Outbound, gate: SharedGate | None = None) -> BlockRunner:
+        edge = Edge(gate, self.settings.origins()) if gate is not None else None
         runner = BlockRunner(http=http, sandbox=self.sandbox, tools=self.store,
                              definitions=self.definitions, limits=self.machine.limits,
-                             script_timeout_ms=self.settings.script_timeout_ms)
-        runner.register("callEndpoint", CallEndpointExecutor(http, self.store, self.machine.limits))
+                             script_timeout_ms=self.settings.script_timeout_ms, edge=edge)
+        runner.register("callEndpoint",
+                        CallEndpointExecutor(http, self.store, self.machine.limits, gate))
         # The same executors as the workers, so test runs behave like real ones.
         register_media_and_ai(runner, self.store, self.settings.media_config(),
                               self.settings.ai_config())
@@ -147,14 +155,17 @@ class InlineRunner:
                      blocks: BlockRunner | MockedBlocks) -> None:
         states: dict[str, ExecState] = {}
         queue: deque[StepMsg] = deque()
+        # A retry's next attempt (runtime/retry.py): in this process, it simply waits here.
+        delayed: list[tuple[int, int, StepMsg]] = []
 
         async def parents(_partition: int, wanted: list[tuple[str, ExecState | None]]
                           ) -> list[ExecState | None]:
             return [known or states.get(exec_id) for exec_id, known in wanted]
 
-        async def run_block(state: ExecState, block: RunnableBlock) -> Transition:
+        async def run_block(state: ExecState, block: RunnableBlock,
+                            attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
             result: Result = await blocks.run(state, block, now_ms())
-            return self.machine.after_run(state, block, result, now_ms())
+            return self.machine.after_run(state, block, result, now_ms(), attempts, since)
 
         run_ahead = RunAhead(self.machine, self._definition, run_block=run_block,
                              load_states=parents, clock=now_ms)
@@ -167,6 +178,7 @@ class InlineRunner:
             for state in t.writes:
                 states[state.execId] = state
             queue.extend(t.steps)
+            _hold(delayed, t.delayed)
             run.trace.extend(t.log)
             for emit in t.emits:
                 if emit.kind == "result":
@@ -177,8 +189,8 @@ class InlineRunner:
 
         root_id = run.execution_id
         finished = await apply(first)
-        while queue and not finished:
-            step = queue.popleft()
+        while (queue or delayed) and not finished:
+            step = await _next_step(queue, delayed)
             state = states.get(step.exec_id)
             if state is None or state.status == "done" or state.version != step.version:
                 continue
@@ -200,13 +212,29 @@ class InlineRunner:
         planned = self.machine.plan(state, published.definition, now)
         if isinstance(planned, Transition):
             return planned
-        transition: Transition = await run_block(state, planned)
+        transition: Transition = await run_block(state, planned, step.attempts, step.since)
         return transition
 
     async def record_executions(self, run: InlineRun) -> None:
         """Publish the run's ToolExecutionStreamEvents (metrics), as the workers do."""
         for data in run.executions:
             await self.client.xadd(self.keys.executions, {"data": data})
+
+
+def _hold(delayed: list[tuple[int, int, StepMsg]], steps: list[tuple[int, StepMsg]]) -> None:
+    """Keep a transition's delayed steps (a retry's next attempt) until they are due."""
+    for due, step in steps:
+        heapq.heappush(delayed, (due, len(delayed), step))
+
+
+async def _next_step(queue: deque[StepMsg], delayed: list[tuple[int, int, StepMsg]]) -> StepMsg:
+    """The next step: a queued one, else the earliest delayed one once it is due (in this
+    process a retry's wait simply sleeps: a test run holds its request anyway)."""
+    if queue:
+        return queue.popleft()
+    due, _, step = heapq.heappop(delayed)
+    await asyncio.sleep(max(0, due - now_ms()) / 1000)
+    return step
 
 
 def single_block_definition(block: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chatflow.schemas.definition import HttpMethod
+from chatflow.schemas.edge import (
+    DEFAULT_IDEMPOTENCY_HEADER,
+    CircuitBreakerPolicy,
+    RetryPolicy,
+    ServerLimits,
+    header_name,
+)
 
 
 class _In(BaseModel):
@@ -61,7 +68,23 @@ class HeaderIn(_In):
     secret: bool = False
 
 
-class ServerCreate(_In):
+class _ServerEdge(_In):
+    """An integration server's extensions (schemas/edge.py, SPEC): its endpoints' default
+    ``retry``, its ``limits`` and ``circuitBreaker`` (null removes one), and the
+    ``idempotencyHeader`` non-GET calls carry (null: none; absent: ``Idempotency-Key``)."""
+
+    retry: RetryPolicy | None = None
+    limits: ServerLimits | None = None
+    circuitBreaker: CircuitBreakerPolicy | None = None
+    idempotencyHeader: str | None = DEFAULT_IDEMPOTENCY_HEADER
+
+    _header = field_validator("idempotencyHeader")(header_name)
+
+
+SERVER_EDGE_FIELDS = ("retry", "limits", "circuitBreaker", "idempotencyHeader")
+
+
+class ServerCreate(_ServerEdge):
     id: str | None = Field(default=None, min_length=1, max_length=128)
     name: str = Field(min_length=1)
     baseUrl: str
@@ -71,7 +94,7 @@ class ServerCreate(_In):
     _url = field_validator("baseUrl")(_http_url)
 
 
-class ServerPatch(_In):
+class ServerPatch(_ServerEdge):
     name: str | None = Field(default=None, min_length=1)
     baseUrl: str | None = None
     description: str | None = None

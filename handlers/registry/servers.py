@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 from chatflow.runtime.blocks.endpoint import call_endpoint
+from chatflow.runtime.edge import Gated, server_edge
+from chatflow.runtime.errors import ToolFailure
 from chatflow.runtime.limits import Limits
 from chatflow.runtime.masking import mask, mask_text
 from chatflow.runtime.origins import origin_of
@@ -28,9 +30,11 @@ from chatflow.runtime.registry.views import (
 )
 from chatflow.schemas.definition import CallEndpointParamMapping
 
+from ..dataplane.edge import SharedGate, circuit_view
 from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .models import (
+    SERVER_EDGE_FIELDS,
     AdhocEndpointTest,
     CredentialCreate,
     CredentialPatch,
@@ -83,6 +87,14 @@ class ServerOps:
         self.registry = registry
         self.http = http
         self.limits = limits
+        self._shared_gate: SharedGate | None = None
+
+    def _gate(self) -> SharedGate:
+        """The gate of servers' limits and circuits (made on first use: the registry's client)."""
+        if self._shared_gate is None:
+            self._shared_gate = SharedGate(self.registry.client, self.registry.keys,
+                                           lease_ms=max(1_000, self.limits.http_timeout_ms * 2))
+        return self._shared_gate
 
     @property
     def state(self) -> RegistryState:
@@ -129,10 +141,16 @@ class ServerOps:
         return sorted(out, key=lambda v: (v.get("createdAt") or "", v["id"]))
 
     async def view(self, server_id: str, *, scope: Scope = SHELL) -> Record:
+        """The server, its usage, and its circuit as every worker sees it now."""
         await self.registry.catch_up()
         server = get_server(self.state, server_id, scope.workspace)
-        return server_view(server, self.state.tools_using_server(server_id, None,
+        view = server_view(server, self.state.tools_using_server(server_id, None,
                                                                  scope.workspace))
+        edge = server_edge(server_id, server)
+        breaker = edge.breaker if not isinstance(edge, ToolFailure) else None
+        view["circuit"] = await circuit_view(self.registry.client, self.registry.keys,
+                                             server_id, breaker)
+        return view
 
     async def create(self, body: ServerCreate, *, scope: Scope = SHELL) -> Record:
         server_id = body.id or new_id("srv")
@@ -143,7 +161,9 @@ class ServerOps:
                 raise Conflict(f"the integration server id {server_id!r} is taken",
                                code="server_exists")
             record = {"id": server_id, "name": body.name, "baseUrl": body.baseUrl,
-                      "description": body.description, "headers": headers}
+                      "description": body.description, "headers": headers,
+                      **body.model_dump(mode="json", include=set(SERVER_EDGE_FIELDS),
+                                        exclude_unset=True)}
             return Append({"type": "server.created", "server": record},
                           {f"server:{server_id}": "0"}, {f"server:{server_id}": "1"})
 
@@ -301,7 +321,14 @@ class ServerOps:
                     body: EndpointTest) -> Record:
         mappings = [CallEndpointParamMapping.model_validate(m.model_dump(by_alias=True))
                     for m in body.paramMappings]
-        call = await call_endpoint(self.http, config, server_id, endpoint_id, mappings,
+        # A test call counts against the server's limits and circuit like a run's: a person
+        # pressing Test must not push a limited server past its limit.
+        sender: Outbound | Gated = self.http
+        edge = server_edge(server_id, config)
+        scope = None if isinstance(edge, ToolFailure) else edge.scope(server_id, "default")
+        if scope is not None:
+            sender = Gated(self.http, self._gate(), scope, self.limits.http_timeout_ms)
+        call = await call_endpoint(sender, config, server_id, endpoint_id, mappings,
                                    body.variables, {}, timeout_ms=self.limits.http_timeout_ms,
                                    max_chars=self.limits.max_rendered_chars)
         # What went out carried the server's secrets; what comes back is masked by the one

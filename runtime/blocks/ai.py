@@ -164,8 +164,9 @@ class CallAI:
         call_started = time.perf_counter()
         try:
             async with asyncio.timeout(budget_ms / 1000):
-                status, body = await wire.post(self.client, credential.base_url, credential.apiKey,
-                                               request, timeout_s=budget_ms / 1000, what=what)
+                status, body, outcome.retry_after = await wire.post(
+                    self.client, credential.base_url, credential.apiKey, request,
+                    timeout_s=budget_ms / 1000, what=what)
         except TimeoutError as exc:
             raise ErrorCode.LLM_TIMEOUT.failure(what=what, seconds=budget_ms / 1000) from exc
         outcome.debug["status"] = status

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapping
 
+from ..edge import Gate, Gated, idempotency_key, server_edge, with_key
 from ..errors import ErrorCode, ToolFailure
 from ..interpolation import lookup, render
 from ..limits import Limits
@@ -86,10 +87,12 @@ def _value(template: str, variables: Mapping[str, Any], context: Mapping[str, An
 
 
 async def call_endpoint(
-    http: Outbound, server: dict[str, Any] | ToolFailure, server_id: str,
+    http: Outbound | Gated, server: dict[str, Any] | ToolFailure, server_id: str,
     endpoint_id: str, mappings: list[CallEndpointParamMapping],
     variables: Mapping[str, Any], context: Mapping[str, Any], *, timeout_ms: int, max_chars: int,
+    key: tuple[str | None, str] | None = None,
 ) -> EndpointCall:
+    """``key``: the idempotency header (None: off) and key a non-GET request carries."""
     started = time.perf_counter()
     call = EndpointCall()
     if isinstance(server, ToolFailure):
@@ -113,9 +116,10 @@ async def call_endpoint(
     if misplaced:
         call.error = secret_origin_refused(endpoint_id, request.url, misplaced)
         return call
+    headers = request.headers if key is None else with_key(request.headers, request.method, *key)
     try:
         reply = await http.exchange(
-            request.method, request.url, headers=request.headers,
+            request.method, request.url, headers=headers,
             content=request.content, timeout_s=timeout_ms / 1000,
             secret_headers=request.secret_origins)
     except ToolFailure as failure:
@@ -134,25 +138,43 @@ async def call_endpoint(
 class CallEndpointExecutor:
     """The callEndpoint block; register with ``BlockRunner.register("callEndpoint", ...)``."""
 
-    def __init__(self, http: Outbound, servers: ServerSource, limits: Limits) -> None:
+    def __init__(self, http: Outbound, servers: ServerSource, limits: Limits,
+                 gate: Gate | None = None) -> None:
+        """``gate``: where a server's ``limits`` and ``circuitBreaker`` are held
+        (runtime/edge.py); without one they are not applied."""
         self.http = http
         self.servers = servers
         self.limits = limits
+        self.gate = gate
 
     async def __call__(self, state: ExecState, block: CallEndpointBlock,
                        now_ms: int) -> BlockOutcome:
         raw = usable(await self.servers.get_server(block.serverId), state.root.workspace)
         server = parse_server(block.serverId, raw)
+        # The server's extensions: its default retry, limits, breaker and key header.
+        edge = server_edge(block.serverId, server) if isinstance(server, dict) else None
+        if isinstance(edge, ToolFailure):
+            server, edge = edge, None
+        sender: Outbound | Gated = self.http
+        scope = edge.scope(block.serverId, state.root.workspace) if edge else None
+        if scope is not None and self.gate is not None:
+            sender = Gated(self.http, self.gate, scope, remaining_ms(state, now_ms))
+        key = (edge.idempotency_header, idempotency_key(state)) if edge else None
         call = await call_endpoint(
-            self.http, server, block.serverId, block.endpointId, block.paramMappings,
+            sender, server, block.serverId, block.endpointId, block.paramMappings,
             state.variables, state.context,
             timeout_ms=min(self.limits.http_timeout_ms, remaining_ms(state, now_ms)),
-            max_chars=self.limits.max_rendered_chars)
+            max_chars=self.limits.max_rendered_chars, key=key)
         debug: dict[str, Any] = {"url": call.url, "method": call.method}
+        retry_after = None
         if call.status is not None:
             debug["status"] = call.status
+            if call.status >= 400:
+                retry_after = call.headers.get("retry-after")
         return BlockOutcome(writes=response_writes(block, call.status, call.body), error=call.error,
-                            debug=debug, duration_ms=call.duration_ms)
+                            debug=debug, duration_ms=call.duration_ms,
+                            retry=block.retry or (edge.retry if edge else None),
+                            retry_after=retry_after)
 
 
 async def run_call_endpoint_action(

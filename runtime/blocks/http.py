@@ -8,10 +8,13 @@ import time
 from typing import Any
 
 from chatflow.schemas.definition import HttpCallBlock
+from chatflow.schemas.edge import DEFAULT_IDEMPOTENCY_HEADER
 
+from ..edge import Edge, Gated, idempotency_key, origin_scope, with_key
 from ..errors import ErrorCode, ToolFailure
 from ..interpolation import UnsafeUrlTemplate, render_url
 from ..limits import Limits
+from ..origins import origin_of
 from ..outbound import Outbound
 from ..outcome import BlockOutcome
 from ..state import ExecState
@@ -47,8 +50,10 @@ def response_writes(block: Any, status: int | None, body: Any) -> dict[str, Any]
 
 
 async def run_http_call(
-    outbound: Outbound, state: ExecState, block: HttpCallBlock, limits: Limits, now_ms: int
+    outbound: Outbound, state: ExecState, block: HttpCallBlock, limits: Limits, now_ms: int,
+    edge: Edge | None = None,
 ) -> BlockOutcome:
+    """``edge``: the gate and the origins an operator limited (CHATFLOW_ORIGIN_LIMITS)."""
     started = time.perf_counter()
     cap = limits.max_rendered_chars
     try:
@@ -59,22 +64,32 @@ async def run_http_call(
                             debug={"url": block.url, "method": block.method},
                             duration_ms=_ms(started))
     headers = {k: text_of(v, state, cap) for k, v in (block.headers or {}).items()}
+    # The same key on every attempt and redelivery of this visit (runtime/edge.py).
+    headers = with_key(headers, block.method, DEFAULT_IDEMPOTENCY_HEADER, idempotency_key(state))
     body = text_of(block.body, state, cap) if block.body else None
     timeout_ms = min(block.timeoutMs or limits.http_timeout_ms, remaining_ms(state, now_ms))
     debug: dict[str, Any] = {"url": url, "method": block.method}
+    sender: Outbound | Gated = outbound
+    if edge is not None and edge.origins:
+        scope = origin_scope(edge.origins, origin_of(url), state.root.workspace)
+        if scope is not None:
+            sender = Gated(outbound, edge.gate, scope, remaining_ms(state, now_ms))
     try:
-        status, content, content_type = await outbound.send(
+        reply = await sender.exchange(
             block.method, url, headers=headers, content=body, timeout_s=timeout_ms / 1000)
     except ToolFailure as failure:
         return BlockOutcome(writes=response_writes(block, None, None), error=body_failure(failure),
                             debug=debug, duration_ms=_ms(started))
-    value = decode_body(content, content_type)
+    status = reply.status
+    value = decode_body(reply.body, reply.content_type)
     debug["status"] = status
     error = None
+    retry_after = None
     if status >= 400:
         error = ErrorCode.HTTP_STATUS.failure(method=block.method, url=url, status=status)
+        retry_after = reply.headers.get("retry-after")
     return BlockOutcome(writes=response_writes(block, status, value), error=error, debug=debug,
-                        duration_ms=_ms(started))
+                        duration_ms=_ms(started), retry_after=retry_after)
 
 
 def _ms(started: float) -> int:

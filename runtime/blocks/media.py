@@ -154,12 +154,15 @@ class MediaFetcher:
         except ToolFailure as exc:
             failure = exc.reworded(scrub(exc.message, token, _bare(token)))
         else:
+            debug.pop(_RETRY_AFTER, None)
             debug["result"] = {"mimeType": mime, "bytes": len(data)}
             writes = {block.base64Variable: base64.b64encode(data).decode("ascii"),
                       block.mimeTypeVariable: mime}
             return BlockOutcome(writes=writes, debug=debug, duration_ms=_ms(started))
         writes = {block.base64Variable: "", block.mimeTypeVariable: ""}
-        return BlockOutcome(writes=writes, error=failure, debug=debug, duration_ms=_ms(started))
+        retry_after = debug.pop(_RETRY_AFTER, None)
+        return BlockOutcome(writes=writes, error=failure, debug=debug, duration_ms=_ms(started),
+                            retry_after=retry_after)
 
     def _token(self, state: ExecState, block: FetchMediaBlock) -> str:
         """The Authorization header value, or "" for an anonymous url-mode GET."""
@@ -204,7 +207,8 @@ class MediaFetcher:
         base = self.config.graph_base_url.rstrip("/")
         meta_url = f"{base}/{self.config.graph_version.strip('/')}/{quote(media_id, safe='')}"
         debug["url"] = meta_url
-        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, False)
+        status, body, _ = await self._get(meta_url, headers, timeout_s, _META_MAX_BYTES, debug,
+                                          False)
         debug["status"] = status
         if status >= 400:
             raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"Graph API GET {meta_url}",
@@ -225,7 +229,7 @@ class MediaFetcher:
     async def _download(self, url: str, headers: dict[str, str], timeout_s: float,
                         debug: dict[str, Any], traced: bool = True) -> tuple[bytes, str]:
         status, data, content_type = await self._get(url, headers, timeout_s,
-                                                     self.config.max_bytes, traced)
+                                                     self.config.max_bytes, debug, traced)
         debug["status"] = status
         if status >= 400:
             raise ErrorCode.MEDIA_HTTP_STATUS.failure(request=f"GET {_no_query(url)}",
@@ -233,10 +237,15 @@ class MediaFetcher:
         return data, content_type
 
     async def _get(self, url: str, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int, traced: bool = True) -> tuple[int, bytes, str]:
+                   max_bytes: int, debug: dict[str, Any],
+                   traced: bool = True) -> tuple[int, bytes, str]:
         try:
-            return await self.client.send("GET", url, headers=headers, content=None,
-                              timeout_s=timeout_s, max_bytes=max_bytes, traced=traced)
+            reply = await self.client.exchange("GET", url, headers=headers, content=None,
+                                               timeout_s=timeout_s, max_bytes=max_bytes,
+                                               traced=traced)
+            if reply.status >= 400 and "retry-after" in reply.headers:
+                debug[_RETRY_AFTER] = reply.headers["retry-after"]  # for a retry policy
+            return reply.status, reply.body, reply.content_type
         except ToolFailure as exc:
             if exc.code == ErrorCode.HTTP_RESPONSE_TOO_LARGE:
                 raise self._too_large(f"GET {_no_query(url)}") from exc
@@ -246,6 +255,9 @@ class MediaFetcher:
     def _too_large(self, what: str) -> ToolFailure:
         cap = self.config.max_bytes
         return ErrorCode.MEDIA_TOO_LARGE.failure(cap=size_text(cap), what=what)
+
+
+_RETRY_AFTER = "_retryAfter"  # a failed response's Retry-After, until run() takes it out
 
 
 def _bare(header: str) -> str:

@@ -198,19 +198,21 @@ def parse_transcription(body: bytes, requested_model: str) -> Reply:
 # -- transport -----------------------------------------------------------------------
 
 async def post(client: Outbound, base_url: str, api_key: str, request: WireRequest,
-               *, timeout_s: float, what: str) -> tuple[int, bytes]:
-    """POST ``request``; a transport failure raises ToolFailure (``llm_timeout``,
-    ``llm_unreachable``, ``llm_invalid_url``, ``llm_response_too_large``)."""
+               *, timeout_s: float, what: str) -> tuple[int, bytes, str | None]:
+    """POST ``request``: status, body and, on a failed status, its Retry-After header; a
+    transport failure raises ToolFailure (``llm_timeout``, ``llm_unreachable``,
+    ``llm_invalid_url``, ``llm_response_too_large``)."""
     url = base_url.rstrip("/") + request.path
     headers = {"Authorization": f"Bearer {api_key}", "Content-Type": request.content_type,
                "Accept": "application/json"}
     try:
-        status, body, _ = await client.send("POST", url, headers=headers, content=request.body,
-                                     timeout_s=timeout_s, max_bytes=MAX_RESPONSE_BYTES)
+        reply = await client.exchange("POST", url, headers=headers, content=request.body,
+                                      timeout_s=timeout_s, max_bytes=MAX_RESPONSE_BYTES)
     except ToolFailure as exc:
         code = _RELAYED.get(exc.code, ErrorCode.LLM_UNREACHABLE)
         raise code.with_message(scrub(f"{what}: {exc.message}", api_key)) from exc
-    return status, body
+    retry_after = reply.headers.get("retry-after") if reply.status >= 400 else None
+    return reply.status, reply.body, retry_after
 
 
 def status_failure(status: int, body: bytes, api_key: str, what: str) -> ToolFailure:

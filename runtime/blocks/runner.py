@@ -14,6 +14,7 @@ from chatflow.schemas.definition import (
 
 from .. import errors
 from ..definitions import DefinitionCache
+from ..edge import Edge
 from ..errors import ToolFailure
 from ..interpolation import RenderTooLarge
 from ..limits import Limits, variables_over
@@ -52,13 +53,16 @@ class BlockRunner:
         definitions: DefinitionCache,
         limits: Limits,
         script_timeout_ms: int = 1000,
+        edge: Edge | None = None,
     ) -> None:
+        """``edge``: the shared gate of limited upstreams (runtime/edge.py); None: none."""
         self.http = http
         self.sandbox = sandbox
         self.tools = tools
         self.definitions = definitions
         self.limits = limits
         self.script_timeout_ms = script_timeout_ms
+        self.edge = edge
         self.executors: dict[str, Executor] = {}
 
     def register(self, block_type: str, executor: Executor) -> None:
@@ -70,6 +74,8 @@ class BlockRunner:
         except RenderTooLarge as exc:
             return BlockOutcome(error=errors.render_too_large(exc))
         if isinstance(result, BlockOutcome):
+            if result.retry is None:  # an executor may name another (a server's default)
+                result.retry = getattr(block, "retry", None)
             return self._bounded(state, result)
         return result
 
@@ -88,7 +94,7 @@ class BlockRunner:
         # ``type() is``: a block is its model's own class, and a missed isinstance against a
         # pydantic model class runs ABCMeta's __instancecheck__ in Python.
         if type(block) is HttpCallBlock:
-            return await run_http_call(self.http, state, block, self.limits, now_ms)
+            return await run_http_call(self.http, state, block, self.limits, now_ms, self.edge)
         if type(block) is ExecuteScriptBlock:
             return await run_script(self.sandbox, state, block, self.limits, now_ms,
                                     self.script_timeout_ms)

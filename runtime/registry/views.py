@@ -98,6 +98,11 @@ def server_cache(server: Record, decrypt: Decrypt) -> Record:
         "baseUrl": server.get("baseUrl", ""),
         "headers": _plain_headers(server.get("headers") or [], decrypt),
         "secretHeaders": _secret_origins(server.get("headers") or [], origin),
+        # The extensions the runtime reads (runtime/edge.py): only those set, so a server
+        # without them has the cache it had before.
+        **{k: server[k] for k in ("retry", "limits", "circuitBreaker") if server.get(k)},
+        **({"idempotencyHeader": server["idempotencyHeader"]}
+           if "idempotencyHeader" in server else {}),
         "endpoints": {
             e["id"]: {"id": e["id"], "name": e.get("name", ""), "path": e.get("path", ""),
                       "method": e.get("method", "GET"),

@@ -28,6 +28,7 @@ the eval itself for the small batches the runtime sends.
 from __future__ import annotations
 
 import itertools
+import json
 import queue
 import secrets
 import threading
@@ -50,6 +51,9 @@ from ._prelude import prelude
 FailureKind = Literal["timeout", "memory", "error"]
 
 PROGRESS_TIMEOUT_S = 0.5
+# A script whose time ran out while its live heap held this share of the memory limit or
+# more is reported as out of memory (V8Engine.ran_out_of_memory, docs/sandbox.md).
+PRESSED_SHARE = 0.75
 FENCE_TIMEOUT_S = 1.0
 FENCE_ATTEMPTS = 3
 
@@ -242,6 +246,22 @@ class V8Engine:
             return decode_progress(str(text))
         except Exception:
             return None
+
+    def ran_out_of_memory(self, max_memory_bytes: int) -> bool:
+        """After a batch cut off by time, its progress read (so the isolate answers): whether
+        memory ran out first in all but name. The hard limit is checked after a garbage
+        collection only, so a heap that passed it since the last one, or a script slowed down
+        by growing one (a dictionary rehashing ever more small entries), reaches its time
+        limit first. The limit reached, or a heap still holding ``PRESSED_SHARE`` of it or
+        more (as the script left it: no collection first, which would find it all garbage
+        now that the script is gone), is reported as memory."""
+        if self._memory_exceeded():
+            return True
+        try:
+            used = json.loads(self._ctx.heap_stats())["used_heap_size"]
+        except Exception:  # an isolate that cannot say: the timeout stands
+            return False
+        return bool(used >= PRESSED_SHARE * max_memory_bytes)
 
     def _memory_exceeded(self) -> bool:
         try:

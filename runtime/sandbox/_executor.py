@@ -79,6 +79,9 @@ class BatchExecutor:
         except EngineFailure as failure:
             progress = engine.progress()
             seq = engine.seq
+            if (failure.kind == "timeout" and progress is not None
+                    and engine.ran_out_of_memory(self._limits.max_memory_bytes)):
+                failure = EngineFailure("memory", failure.message)
             self._discard_engine()
             if (progress is None or progress.seq != seq) and not segment.retried:
                 # Unknown progress or the batch never started: deferred work of an earlier

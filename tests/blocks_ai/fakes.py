@@ -67,6 +67,7 @@ class FakeOpenAI:
     replies: list[str] = field(default_factory=list)
     failure: JSONResponse | None = None
     failure_path: str | None = None  # None: every route fails
+    failures_left: int | None = None  # None: every request fails; n: only the next n
     hang: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -99,6 +100,10 @@ class FakeOpenAI:
         if self.hang:
             await self.released.wait()
         if self.failure_path is None or request.url.path.endswith(self.failure_path):
+            if self.failures_left is not None:
+                if self.failures_left <= 0:
+                    return None
+                self.failures_left -= 1
             return self.failure
         return None
 

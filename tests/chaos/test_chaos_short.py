@@ -23,6 +23,11 @@ async def test_every_command_gets_one_result_while_workers_are_killed_every_few_
     assert (report.history_missing, report.history_differ) == (0, 0)
     # Replay after the kills: every tree still in Valkey re-decides as it was recorded.
     assert report.replayed >= 500 and report.replay_differ == 0, report.notes
+    # A quarter of the mix calls an upstream that fails a fifth of first attempts, with a
+    # retry policy: every such execution sent one idempotency key, whatever its attempts and
+    # redeliveries, its effect happened, and some attempts were retried.
+    assert report.retry_executions == 150 and report.keys_ok, report.render()
+    assert report.retry_requests > report.retry_executions
 
 
 async def test_every_execution_event_is_counted_once_by_the_projection_despite_kills(

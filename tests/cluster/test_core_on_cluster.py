@@ -44,6 +44,15 @@ from tests.core.test_idempotency_and_bad_input import (  # noqa: F401
     test_a_repeated_command_id_is_not_executed_again_later,
     test_invalid_utf8_is_dead_lettered_and_the_worker_goes_on,
 )
+from tests.edge.test_circuit import (  # noqa: F401
+    test_a_down_server_opens_its_circuit_and_a_probe_after_the_cooldown_closes_it,
+)
+from tests.edge.test_limits import test_a_call_that_waited_for_its_turn_is_counted  # noqa: F401
+from tests.edge.test_retries import (  # noqa: F401
+    test_a_429_with_retry_after_one_second_waits_at_least_that_long,
+    test_a_503_then_a_200_is_answered_ok_in_two_requests,
+    test_the_block_s_debug_event_lists_every_attempt,
+)
 
 # The slow tier: a three-node Valkey cluster (python -m pytest -m slow).
 pytestmark = pytest.mark.slow

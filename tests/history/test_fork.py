@@ -4,6 +4,7 @@ normal runtime (real worker, real API, SQLite history)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tests.api.support import Api
 from tests.core.tools import http, ret, script, to, tool
@@ -137,24 +138,44 @@ async def test_a_header_that_only_names_a_variable_is_kept_so_the_fork_runs_as_r
     assert http_server.requests[-1].headers["authorization"] == "Bearer tok-2"
 
 
-async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) -> None:
+async def chatflow_fork(h: Harness, execution_id: str, *argv: str) -> dict[str, Any]:
+    """`chatflow fork EXECUTION_ID ARGV...` in a process of its own; its answer."""
     import asyncio
-    import json
     import os
     import sys
 
+    env = {**os.environ, "REDIS_URL": h.url, "CHATFLOW_PREFIX": h.settings.prefix,
+           "CHATFLOW_HISTORY_URL": h.settings.history_url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatflow.handlers.cli", "fork", execution_id, *argv, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()
+    answer: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return answer
+
+
+async def test_chatflow_fork_prints_the_fixed_answer(both: tuple[Harness, Api]) -> None:
     h, _api = both
     await h.put_tool("pt-c", tool("s", script("s", "return 'n=' + n", "v", to("r"),
                                               inputs={"n": "{{n}}"}), ret("r", "{{v}}")))
     original = await h.run("pt-c", inputs={"n": "1"})
     await caught_up(h)
-    env = {**os.environ, "REDIS_URL": h.url, "CHATFLOW_PREFIX": h.settings.prefix,
-           "CHATFLOW_HISTORY_URL": h.settings.history_url}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatflow.handlers.cli", "fork", original.executionId,
-        "--from", "s", "--var", "n=2", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    assert proc.returncode == 0, err.decode()
-    answer = json.loads(out.decode().strip().splitlines()[-1])
+    answer = await chatflow_fork(h, original.executionId, "--from", "s", "--var", "n=2")
     assert answer["result"] == "n=2" and answer["forkedFrom"]["blockId"] == "s"
+
+
+async def test_chatflow_fork_sets_one_field_of_an_object_variable_and_keeps_the_others(
+        both: tuple[Harness, Api]) -> None:
+    """Issue 32: a dotted --var was a variable literally named `order.total`, which no template
+    reads; it now changes that field of the run's `order`, keeping `currency`."""
+    h, _api = both
+    await h.put_tool("pt-o", tool("s", script("s", "return o.total + ' ' + o.currency", "v",
+                                              to("r"), inputs={"o": "{{order}}"}),
+                                  ret("r", "{{v}}")))
+    original = await h.run("pt-o", variables={"order": {"total": 10, "currency": "BRL"}})
+    assert original.result == "10 BRL"
+    await caught_up(h)
+    answer = await chatflow_fork(h, original.executionId, "--from", "s",
+                                 "--var", "order.total=50")
+    assert answer["result"] == "50 BRL"

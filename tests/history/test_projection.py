@@ -86,6 +86,26 @@ async def test_a_run_and_its_child_land_in_the_history_with_their_traces(
     assert published["id"] == "pt-root" and published["definition"]["onboardingBlockId"] == "c"
 
 
+@pytest.mark.parametrize("why", ["tool_not_found", "tool_not_published"])
+async def test_a_run_that_ends_before_its_first_block_is_stored_with_its_contact(
+        hist: Harness, why: str) -> None:
+    """Issue 32: `chatflow exec --contact X` of a tool not (yet) published under that id was
+    stored with no contact, so support searching by contact never found it."""
+    if why == "tool_not_published":
+        await hist.put_tool("pt-draft", {"blocks": {"r": {"type": "return", "id": "r"}}})
+    result = await hist.run("pt-draft" if why == "tool_not_published" else "Order tier",
+                            inputs={"order": "o-1"}, contact="5511000000042")
+    assert result.error is not None and result.error.code == why
+    await history_of(hist).wait_caught_up()
+    (row,) = await rows(hist.settings.history_url, runs,
+                        runs.c.execution_id == result.executionId)
+    assert (row["contact_id"], row["error_code"]) == ("5511000000042", why)
+    assert row["inputs"] == {"order": "o-1"}
+    trace = await rows(hist.settings.history_url, steps,
+                       steps.c.execution_id == result.executionId)
+    assert [s["type"] for s in sorted(trace, key=lambda s: s["seq"])] == ["started", "finished"]
+
+
 async def test_a_failed_run_is_stored_with_its_code_message_and_http_exchange(
         hist: Harness, http_server: LoopbackServer) -> None:
     http_server.route("GET", "/down", ({"error": "nope"}, 503) and

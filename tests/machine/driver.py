@@ -22,7 +22,7 @@ from chatflow.runtime.interpolation import render
 from chatflow.runtime.machine import Machine
 from chatflow.runtime.outcome import BlockOutcome, SpawnChild
 from chatflow.runtime.runahead import RunAhead
-from chatflow.runtime.state import ExecState, LogEntry, StepMsg, Transition
+from chatflow.runtime.state import Attempt, ExecState, LogEntry, StepMsg, Transition
 from chatflow.schemas.definition import CallToolBlock, PublishedTool, RunnableBlock, ToolDefinition
 from chatflow.schemas.wire import ExecuteToolCommand, ToolResult
 
@@ -57,6 +57,7 @@ class Run:
     transitions: int = 0
     dropped: int = 0
     committed: list[bytes] = field(default_factory=list)  # every transition handed to commit
+    delayed: list[int] = field(default_factory=list)  # when each delayed step was due
 
     @property
     def result(self) -> ToolResult:
@@ -114,6 +115,8 @@ class Driver:
         while queue:
             step = queue.popleft()
             self.now += self.tick_ms
+            if step.attempts is not None:  # a retry's step: it ran once it was due
+                self.now = max(self.now, run.delayed[-1])
             stored = run.states.get(step.exec_id)
             if stored is None or stored.version != step.version:
                 run.dropped += 1
@@ -130,11 +133,13 @@ class Driver:
         planned = self.machine.plan(state, definition, self.now)
         if isinstance(planned, Transition):
             return planned
-        return await self._run_block(state, planned)
+        return await self._run_block(state, planned, step.attempts, step.since)
 
-    async def _run_block(self, state: ExecState, block: RunnableBlock) -> Transition:
+    async def _run_block(self, state: ExecState, block: RunnableBlock,
+                         attempts: list[Attempt] | None = None, since: int = 0) -> Transition:
         self.now += self.block_ms
-        return self.machine.after_run(state, block, self._result(state, block), self.now)
+        return self.machine.after_run(state, block, self._result(state, block), self.now,
+                                      attempts, since)
 
     def _result(self, state: ExecState, block: RunnableBlock
                 ) -> BlockOutcome | SpawnChild | ToolFailure:
@@ -167,3 +172,6 @@ class Driver:
                 run.results.append(msgspec.json.decode(emit.data, type=ToolResult))
         run.log.extend(t.log)
         queue.extend(t.steps)
+        for due, step in t.delayed:  # held until due: the loop's clock jumps there
+            run.delayed.append(due)
+            queue.append(step)

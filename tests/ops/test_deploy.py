@@ -82,6 +82,7 @@ def test_the_alerts_cover_the_failures_operators_must_hear_about() -> None:
         "ChatflowNoWorkers", "ChatflowWorkersDown", "ChatflowBacklog",
         "ChatflowConsumerGroupStuck", "ChatflowPendingGrowing", "ChatflowErrorRateHigh",
         "ChatflowTimeouts", "ChatflowLatencyObjective", "ChatflowDeadLetters",
+        "ChatflowCircuitOpen",
         "ChatflowWorkersNotReady", "ChatflowExecutionsTrimmedUnread", "ValkeyDown",
         "ValkeyMemoryNearMax", "ValkeyRejectingWrites"}
     rules = {r["alert"]: r for g in yaml.safe_load(ALERTS.read_text())["groups"]
@@ -424,7 +425,7 @@ def test_every_alert_links_a_runbook_section_that_exists() -> None:
     anchors = {github_anchor(line.lstrip("#")) for line in doc.read_text().splitlines()
                if line.startswith("#")}
     rules = [r for g in yaml.safe_load(ALERTS.read_text())["groups"] for r in g["rules"]]
-    assert len(rules) == len(alert_names()) == 14
+    assert len(rules) == len(alert_names()) == 15
     for rule in rules:
         url = rule["annotations"].get("runbook_url", "")
         page, _, anchor = url.partition("#")

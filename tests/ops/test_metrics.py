@@ -265,3 +265,66 @@ def test_a_commit_batch_counts_every_metric_and_label_as_one_transition_at_a_tim
     assert want[("chatflow_tool_executions_total",
                  (("outcome", "success"), ("tool", "pt-batch-a")))] == 1
     assert want[("chatflow_guardrail_trips_total", (("kind", "hops"),))] == 1
+
+
+# -- issue 32: the series alerts read exist at 0 before the first failure
+
+
+def _raised_codes() -> set[str]:
+    """Codes the runtime's sources fail with: the error table's rows, any
+    ToolFailure/ToolError("code", ...) literal left, and the sandbox's SCRIPT_* constants."""
+    import ast
+    from pathlib import Path
+
+    from chatflow.runtime.sandbox import _types
+
+    root = Path(__file__).resolve().parents[2]
+    from chatflow.runtime.errors import ErrorCode
+
+    codes = {v for k, v in vars(_types).items() if k.startswith("SCRIPT_")}
+    codes |= {code.value for code in ErrorCode}
+    for path in [*root.joinpath("runtime").rglob("*.py"), *root.joinpath("handlers").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("ToolFailure", "ToolError") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                codes.add(node.args[0].value)
+    return codes
+
+
+def test_every_code_the_runtime_fails_with_has_a_series_from_the_start() -> None:
+    assert _raised_codes() - set(metrics.ERROR_CODES) == set()
+    assert len(set(metrics.ERROR_CODES)) == len(metrics.ERROR_CODES)
+
+
+async def test_a_fresh_worker_exposes_every_error_code_at_zero_before_any_failure(
+        redis_url: str, prefix: str) -> None:
+    from tests.support.processes import start_worker, stop
+
+    port = free_port()
+    proc = start_worker(redis_url, prefix, metrics_port=str(port), metrics_host="127.0.0.1")
+    try:
+        text = ""
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            for _ in range(300):  # the process's start-up: up to 30 s on a loaded machine
+                try:
+                    text = (await http.get("/metrics")).text
+                    break
+                except httpx.TransportError:
+                    assert proc.poll() is None, "the worker exited"
+                    await asyncio.sleep(0.1)
+        fams = families(text)
+        errors = {lbl["code"]: v for name, lbl, v in fams["chatflow_errors"]
+                  if name == "chatflow_errors_total"}
+        assert errors["tool_timeout"] == 0  # what the ChatflowTimeouts alert divides
+        assert {code: errors.get(code) for code in metrics.ERROR_CODES} == dict.fromkeys(
+            metrics.ERROR_CODES, 0.0)
+        results = {lbl["outcome"] for name, lbl, _v in fams["chatflow_results"]
+                   if name == "chatflow_results_total"}
+        assert results == {"ok", "error"}
+        kinds = {lbl["kind"] for name, lbl, _v in fams["chatflow_guardrail_trips"]
+                 if name == "chatflow_guardrail_trips_total"}
+        assert kinds == set(metrics.GUARDRAILS.values())
+    finally:
+        stop(proc)

@@ -50,11 +50,9 @@ class Up:
 
     def admin(self) -> httpx.Client:
         token = (self.data / "admin-api-key").read_text().strip()
-        # The API starts beside the workers and announces no readiness of its own: the
-        # transport retries refused connections, with backoff, until it listens.
+        # No retries: `up` says "API on ..." (the fixture waits for it) once the API answers.
         return httpx.Client(base_url=f"http://127.0.0.1:{self.api_port}/api", timeout=30,
-                            headers={"Authorization": f"Bearer {token}"},
-                            transport=httpx.HTTPTransport(retries=8))
+                            headers={"Authorization": f"Bearer {token}"})
 
 
 def clean_env() -> dict[str, str]:

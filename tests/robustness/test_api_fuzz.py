@@ -1,6 +1,8 @@
 """Schemathesis against the API's own OpenAPI document, served by uvicorn on loopback, with
-a valid admin key and with none: no 5xx, no response carrying a secret (nor the key), and
-the internal route refuses without its secret; without a key every /api answer is a 401."""
+a valid admin key and with none: no 5xx, every status code one the document lists for its
+route and every body fitting the document's schema for it (Schemathesis's status-code and
+response-schema conformance checks), no response carrying a secret (nor the key), and the
+internal route refuses without its secret; without a key every /api answer is a 401."""
 
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis.checks import (
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from chatflow.handlers.history.db import engine_for, upgrade
 from tests.api.support import INTERNAL_SECRET, Api, api_settings, running_api
@@ -36,6 +43,7 @@ async def api(redis_url: str, prefix: str, tmp_path: Path) -> AsyncIterator[Api]
 SERVER_SECRET = "srv-header-secret-7f3a9c"
 LLM_KEY = "sk-llm-key-secret-0b8e42"
 MAX_EXAMPLES = 20
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 
 
 def fuzz(openapi: dict[str, Any], root: str, secrets: list[str],
@@ -60,11 +68,16 @@ def fuzz(openapi: dict[str, Any], root: str, secrets: list[str],
                         problems.append(f"server error: {case.method} {case.formatted_path}")
                     if not headers and head.status_code != 401:
                         problems.append(f"answered without a key: {case.formatted_path}")
+                    if str(head.status_code) not in case.operation.definition.raw["responses"]:
+                        problems.append(f"undocumented status {head.status_code}: "
+                                        f"{case.method} {case.formatted_path}")
                 return
             response = case.call(base_url=root, timeout=30, headers=headers)
             where = f"{case.method} {case.formatted_path} -> {response.status_code}"
-            if response.status_code >= 500:
-                problems.append(f"server error: {where}: {response.text[:200]}")
+            try:
+                case.validate_response(response, checks=CHECKS)
+            except (Exception, BaseExceptionGroup) as failed:  # each failure, sent and got
+                problems.append(f"{where}: {str(failed)[:600]}")
             if not headers and case.formatted_path.startswith("/api/") \
                     and response.status_code != 401:
                 problems.append(f"answered without a key: {where}")

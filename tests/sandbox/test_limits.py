@@ -89,6 +89,36 @@ async def test_a_memory_bomb_is_contained_and_the_sandbox_still_works(
     assert (await run(roomy_sandbox, "return [1, 2].map((v) => v * 3)")).value == [3, 6]
 
 
+# The heap filled to ~52 MiB of the 64 at once (a fifth of a second idle), then ever more small
+# objects, slowly: the script's time runs out before a collection finds the heap over the
+# limit (a dictionary growing one small entry at a time does the same, at a pace that depends
+# on the machine's load; this one does not).
+SLOW_MEMORY_BOMB = """
+const keep = [];
+for (let i = 0; i < 50; i++) keep.push(new Array(1 << 17).fill(i + 0.5));
+let o = null;
+for (let i = 0; ; i++) { o = { i, next: o }; for (let j = 0; j < 100000; j++) {} }
+"""
+
+
+async def test_a_memory_bomb_cut_off_by_its_time_is_reported_as_memory(
+    isolation: str,
+) -> None:
+    # Time enough for the first loop even on a loaded machine (25 times its idle time): the
+    # second never ends.
+    limits = ScriptLimits(timeout_ms=5000, max_memory_bytes=64 * 1024 * 1024)
+    box = ScriptSandbox(limits, isolation=isolation, lanes=1)  # type: ignore[arg-type]
+    try:
+        outcome = await run(box, SLOW_MEMORY_BOMB)
+        assert (outcome.code, outcome.error) == (
+            "script_memory", "script memory limit exceeded (64 MiB)")
+        # A runaway that holds little is still a timeout, on the fresh context.
+        assert (await box.run(ScriptJob(RUNAWAY, {}, timeout_ms=100))).code == "script_timeout"
+        assert (await run(box, "return 'alive'")).value == "alive"
+    finally:
+        await box.aclose()
+
+
 async def test_a_huge_array_buffer_is_refused(roomy_sandbox: ScriptSandbox) -> None:
     source = "const a = []; for (;;) a.push(new Uint8Array(1 << 24));"
     outcome = await run(roomy_sandbox, source)

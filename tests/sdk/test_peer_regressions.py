@@ -10,7 +10,8 @@ import asyncio
 import math
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired
+from dataclasses import field as dataclass_field
+from typing import Annotated, Any, NotRequired, Self
 
 import pytest
 from pydantic import Field
@@ -19,8 +20,9 @@ from typing_extensions import TypedDict
 from chatflow_agent import Agent, RunContext, Runner, Tool, tool
 from chatflow_agent.core.events import ToolResultEvent
 from chatflow_agent.core.messages import ToolResult
-from chatflow_agent.errors import ProviderConfigError, ToolArgumentsError
+from chatflow_agent.errors import ProviderConfigError, ToolArgumentsError, ToolSchemaError
 from chatflow_agent.mcp import MCPServerStdio
+from tests.sdk.wire import check_anthropic_tool, check_openai_tool
 
 
 def _json_props(t: Tool[Any, Any]) -> dict[str, Any]:
@@ -225,10 +227,12 @@ def test_the_streamed_tool_result_event_and_the_final_event_both_name_it_result(
     assert event.result is event.tool_result
 
 
-# -- 7. openai-agents test_function_schema.py: callable objects document their __call__
+# -- 7. a callable object: its class says what it is, its __call__ documents the parameters
+# (issue 32: the description is the class docstring's summary, as pydantic-ai reads it)
 
 
-def test_a_callable_object_takes_its_description_and_parameter_docs_from_call() -> None:
+def test_a_callable_object_takes_its_description_from_the_class_and_parameter_docs_from_call(
+        ) -> None:
     class Greeter:
         """A greeter object."""
 
@@ -242,9 +246,25 @@ def test_a_callable_object_takes_its_description_and_parameter_docs_from_call() 
 
     greet = tool(Greeter(), name="greet")
 
-    assert greet.description == "Greet someone."
+    assert greet.description == "A greeter object."
     assert _json_props(greet)["name"] == {"type": "string", "description": "Who to greet."}
     assert greet.execute(name="ann") == "hi ann"
+
+
+def test_a_callable_object_whose_class_has_no_docstring_is_described_by_call() -> None:
+    class Greeter:
+        def __call__(self, name: str) -> str:
+            """Greet someone.
+
+            Args:
+                name: Who to greet.
+            """
+            return f"hi {name}"
+
+    greet = tool(Greeter(), name="greet")
+
+    assert greet.description == "Greet someone."
+    assert _json_props(greet)["name"]["description"] == "Who to greet."
 
 
 class _Address(TypedDict):
@@ -262,3 +282,113 @@ def test_typed_dict_attribute_docstrings_describe_their_keys() -> None:
     props = _json_props(ship)["to"]["properties"]
     assert props["street"] == {"type": "string", "description": "The street and number."}
     assert props["city"]["description"] == "The city, from Field."
+
+
+# -- issue 32. Four more cases from the peers' own tests
+
+
+def test_a_returns_section_right_after_the_args_is_not_folded_into_the_last_argument() -> None:
+    # openai-agents test_function_schema.py (missing blank lines), pydantic-ai
+    # test_google_style_with_returns: a docstring without a body, Returns: with no blank line.
+    @tool
+    def add(a: int, b: int) -> int:
+        """
+        Args:
+            a: The first number.
+            b: The second number.
+        Returns:
+            int: The sum.
+        """
+        return a + b
+
+    @tool
+    def sub(a: int, b: int) -> int:
+        """Args:
+            a: The first number.
+            b: The second number.
+        Returns:
+            The difference.
+        """
+        return a - b
+
+    for made in (add, sub):
+        assert _json_props(made) == {
+            "a": {"type": "integer", "description": "The first number."},
+            "b": {"type": "integer", "description": "The second number."},
+        }
+        assert made.description == ""
+
+
+async def _google_style_docstring_no_body(
+    foo: int, bar: Annotated[str, Field(description="from fields")]
+) -> str:
+    """
+    Args:
+        foo: The foo thing.
+        bar: The bar thing.
+    """
+    return f"{foo} {bar}"
+
+
+def test_a_google_docstring_with_no_body_leaves_field_descriptions_to_field() -> None:
+    # pydantic-ai test_tools.py::test_docstring_google_no_body
+    made = tool(_google_style_docstring_no_body)
+
+    assert made.description == ""
+    assert made.to_openai_parameters() == {
+        "type": "object",
+        "properties": {
+            "foo": {"type": "integer", "description": "The foo thing."},
+            "bar": {"type": "string", "description": "from fields"},
+        },
+        "required": ["foo", "bar"],
+    }
+
+
+def test_the_docstring_still_wins_over_an_annotated_string_and_a_field_default() -> None:
+    # openai-agents test_function_prefers_docstring_descriptions_over_annotated_metadata and
+    # test_function_with_field_description_merge: only a Field inside Annotated wins.
+    @tool
+    def add(a: Annotated[int, "Annotated description for a"],
+            b: int = Field(default=1, description="Field description")) -> int:
+        """Adds two integers.
+
+        Args:
+            a: Docstring provided description.
+            b: Docstring description
+        """
+        return a + b
+
+    assert _json_props(add)["a"]["description"] == "Docstring provided description."
+    assert _json_props(add)["b"]["description"] == "Docstring description"
+
+
+@dataclass
+class _TreeNode:
+    """A node and the nodes under it."""
+
+    value: int
+    children: list[Self] = dataclass_field(default_factory=list)
+
+
+def test_a_recursive_dataclass_through_self_is_a_ref_and_only_gemini_refuses_it() -> None:
+    # pydantic-ai tests/models/test_google.py TreeNode, a dataclass that names itself: the tool
+    # is made (OpenAI and Anthropic take $ref); only Gemini's declaration is refused.
+    @tool
+    def total(root: _TreeNode) -> int:
+        """Sum a tree."""
+        return root.value + sum(total.execute(root=child) for child in root.children)
+
+    parameters = total.to_openai_parameters()
+    assert parameters["properties"] == {"root": {"$ref": "#/$defs/_TreeNode"}}
+    assert parameters["$defs"]["_TreeNode"]["properties"]["children"] == {
+        "type": "array", "items": {"$ref": "#/$defs/_TreeNode"}}
+    check_openai_tool(total.to_openai_tool())
+    check_anthropic_tool(total.to_anthropic_tool())
+    sent = {"root": {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]}}
+    assert total.execute(**sent) == 6
+    with pytest.raises(ToolArgumentsError, match=r"root.children.0.value"):
+        total.execute(root={"value": 1, "children": [{"value": "x"}]})
+    Agent("a", tools=[total], model="gpt-4o")
+    with pytest.raises(ToolSchemaError, match="_TreeNode refers to itself"):
+        total.to_gemini_declaration()

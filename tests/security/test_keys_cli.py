@@ -55,6 +55,25 @@ def test_keys_create_list_and_revoke_from_the_shell(
     assert run(capsys, redis_url, "keys", "list").splitlines()[-1].split()[-1] == "revoked"
 
 
+def test_keys_create_says_on_stderr_that_it_makes_a_new_workspace_naming_the_others(
+        redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: `--workspace defualt` quietly made a workspace. It still does (SPEC), aloud."""
+    monkeypatch.setenv("CHATFLOW_PREFIX", prefix)
+    run(capsys, redis_url, "keys", "create", "--workspace", "shop", "--role", "admin")
+    capsys.readouterr()
+    assert main(["keys", "create", "--workspace", "defualt", "--role", "admin",
+                 "--redis-url", redis_url]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip() == ("workspace 'defualt' does not exist: creating it (existing "
+                           "workspaces: default, shop); did you mean 'default'?")
+    token = out.strip().splitlines()[-1]
+    assert check(redis_url, prefix, token) == ("defualt/admin", "")
+    assert main(["keys", "create", "--workspace", "shop", "--role", "viewer",
+                 "--redis-url", redis_url]) == 0
+    assert capsys.readouterr().err == ""  # an existing workspace: nothing to say
+
+
 def test_keys_create_refuses_a_bad_workspace_role_or_expiry(
         redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,7 +74,13 @@ from tests.support.valkey import LocalCluster
 
 
 class HoldingServer:
-    """``GET /echo?n=X`` answers ``{"n": X}``; while ``hold()`` is on, requests wait for ``release()``."""
+    """``GET /echo?n=X`` answers ``{"n": X}``; while ``hold()`` is on, requests wait for ``release()``.
+
+    ``POST /flaky?n=X`` is an upstream that fails and dedups like a payment API: by its
+    ``Idempotency-Key``, one key in five gets a 503 on its first request and one in twenty
+    on its second too; every other request answers ``{"n": X}``. It keeps the keys each
+    ``n`` came with and the keys it answered 200 (the effects an idempotent upstream would
+    apply once per key)."""
 
     def __init__(self) -> None:
         self._open = threading.Event()
@@ -82,8 +89,25 @@ class HoldingServer:
         # Every held request waits in a thread of its own: more than anyio's default 40.
         self._threads = anyio.CapacityLimiter(1000)
         self.requests = 0
-        self._serving = serve_asgi_in_thread(Starlette(routes=[Route("/echo", self._echo)]))
+        self.flaky_requests = 0
+        self.keys_of: dict[str, set[str]] = {}  # n -> the idempotency keys it came with
+        self.effects: set[str] = set()  # keys answered 200
+        self._tries: Counter[str] = Counter()
+        self._serving = serve_asgi_in_thread(Starlette(routes=[
+            Route("/echo", self._echo), Route("/flaky", self._flaky, methods=["POST"])]))
         self.base = self._serving.__enter__()
+
+    async def _flaky(self, request: Request) -> Response:
+        key = request.headers.get("idempotency-key", "")
+        n = request.query_params.get("n", "0")
+        self.flaky_requests += 1
+        self.keys_of.setdefault(n, set()).add(key)
+        self._tries[key] += 1
+        bucket = zlib.crc32(key.encode()) % 20
+        if (self._tries[key] == 1 and bucket % 5 == 0) or (self._tries[key] == 2 and bucket == 0):
+            return JSONResponse({"error": "flaky"}, status_code=503)
+        self.effects.add(key)
+        return JSONResponse({"n": n})
 
     async def _echo(self, request: Request) -> Response:
         with self._arrived:
@@ -198,6 +222,14 @@ def tools(http_base: str) -> dict[str, dict[str, Any]]:
         "chaos-child": record("chaos-child", "s", {
             "s": {**_script("s", "return 'child-' + n", "r"), "outputVariable": "out"},
             "r": ret}),
+        # A POST with a retry policy to an upstream that fails a fifth of first attempts.
+        "chaos-retry": record("chaos-retry", "h", {
+            "h": {"type": "httpCall", "id": "h", "url": http_base + "/flaky?n={{n}}",
+                  "method": "POST", "body": "{}", "onError": "blocking",
+                  "outputConditions": [], "responseBodyVariable": "resp",
+                  "retry": {"maxAttempts": 5, "initialIntervalMs": 50, "maxIntervalMs": 400},
+                  "defaultOutput": _next("r")},
+            "r": {"type": "return", "id": "r", "value": "{{resp.n}}"}}),
         "chaos-nested": record("chaos-nested", "c", {
             "c": {"type": "callTool", "id": "c", "toolId": "t-chaos-child",
                   "publishedToolId": "chaos-child", "outputVariable": "out",
@@ -207,13 +239,13 @@ def tools(http_base: str) -> dict[str, dict[str, Any]]:
     }
 
 
-MIX = ("chaos-http", "chaos-script", "chaos-nested")
+MIX = ("chaos-http", "chaos-script", "chaos-nested", "chaos-retry")
 CHILD_TOOL = "t-chaos-child"
 
 
 def expected_value(pt: str, n: int) -> str:
     return {"chaos-http": str(n), "chaos-script": str((n + 1) * 2),
-            "chaos-nested": f"child-{n}"}[pt]
+            "chaos-nested": f"child-{n}", "chaos-retry": str(n)}[pt]
 
 
 def command(pt: str, command_id: str, n: int) -> dict[str, str]:
@@ -248,12 +280,20 @@ class Report:
     history_differ: int = 0  # rows that say another tool, status, duration or end
     replayed: int = 0  # trees `chatflow replay --verify` re-ran over their recorded outcomes
     replay_differ: int = 0  # trees whose record differs from what the machine decides now
+    retry_executions: int = 0  # chaos-retry commands
+    retry_requests: int = 0  # what the flaky upstream received (attempts, redeliveries)
+    key_splits: int = 0  # chaos-retry executions whose requests carried more than one key
+    effects_missing: int = 0  # chaos-retry executions whose key was never answered 200
     tracing: bool = False  # spans exported to a loopback OTLP receiver, and checked
     spans_expected: int = 0  # committed executions and block visits, from the event logs
     spans_missing: int = 0  # of those, with no span received
     spans_extra: int = 0  # spans received beyond one per committed visit
     span_repeats: int = 0  # spans received more than once (harmless if the same bytes)
     span_repeats_differ: int = 0  # ...received twice with different content
+
+    @property
+    def keys_ok(self) -> bool:
+        return self.key_splits == 0 and self.effects_missing == 0
 
     @property
     def history_ok(self) -> bool:
@@ -283,7 +323,7 @@ class Report:
         return (self.results == self.executions and self.lost == 0 and self.duplicates == 0
                 and self.failed == 0 and self.wrong == 0 and self.event_duplicates == 0
                 and self.projection_ok and self.history_ok and self.replay_differ == 0
-                and self.spans_ok)
+                and self.keys_ok and self.spans_ok)
 
     def render(self) -> str:
         lines = [f"executions {self.executions}  results {self.results}  lost {self.lost}  "
@@ -298,6 +338,9 @@ class Report:
                          f"differ {self.history_differ}  (distinct execution events "
                          f"{self.events - self.event_duplicates})")
         lines.append(f"  replay --verify: {self.replayed} trees re-run, {self.replay_differ} differ")
+        lines.append(f"  retries: {self.retry_executions} executions, {self.retry_requests} "
+                     f"upstream requests, {self.key_splits} with more than one key, "
+                     f"{self.effects_missing} without an effect")
         if self.tracing:
             lines.append(f"  spans: {self.spans_expected} committed visits, missing "
                          f"{self.spans_missing}, extra {self.spans_extra}, repeated "
@@ -464,6 +507,7 @@ async def _run(url: str, executions: int, seconds: float, workers: int, kill_eve
         report.lost = executions - len(counts)
         report.duplicates = sum(c - 1 for c in counts.values())
         await check_projection(client, keys, plan, report)
+        check_keys(http, plan, report)
         if history_url:
             await check_history(client, keys, history_url, report)
         if receiver is not None:
@@ -501,6 +545,17 @@ async def check_history(client: Client, keys: Keys, url: str, report: Report) ->
         await engine.dispose()
     report.history_missing = len(found.missing)
     report.history_differ = found.differing
+
+
+def check_keys(http: HoldingServer, plan: list[tuple[str, str, int]], report: Report) -> None:
+    """Every chaos-retry execution sent one idempotency key, whatever its attempts and
+    redeliveries, and that key's effect happened (a 200)."""
+    retried = [str(n) for _cid, pt, n in plan if pt == "chaos-retry"]
+    report.retry_executions = len(retried)
+    report.retry_requests = http.flaky_requests
+    report.key_splits = sum(1 for n in retried if len(http.keys_of.get(n, ())) > 1)
+    report.effects_missing = sum(1 for n in retried
+                                 if not (http.keys_of.get(n, set()) & http.effects))
 
 
 async def check_spans(client: Client, keys: Keys, spans: list[ReceivedSpan],

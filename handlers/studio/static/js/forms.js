@@ -186,6 +186,49 @@ function schemaGroup(f) {
     .filter((name) => !owned.has(name)).map((name) => fieldOf(f, name));
 }
 
+/** SPEC's defaults: what a policy switched on starts from. */
+const RETRY = { maxAttempts: 3, initialIntervalMs: 200, backoffCoefficient: 2, maxIntervalMs: 5000,
+  retryOn: [429, 502, 503, 504, "timeout", "connection"] };
+/** @type {[string, string, Record<string, number>, string][]} key, label, input limits, hint */
+const RETRY_NUMBERS = [["maxAttempts", "Max attempts", { min: 1, max: 10 }, "Counts the first attempt (1 to 10)."],
+  ["initialIntervalMs", "Initial interval (ms)", { min: 0 }, "The wait after the first attempt; jittered ±20%."],
+  ["backoffCoefficient", "Backoff coefficient", { min: 1, step: 0.1 }, "Each wait is the previous one times this."],
+  ["maxIntervalMs", "Max interval (ms)", { min: 0 }, "No wait is longer (a longer Retry-After still wins)."]];
+
+/** "Retry on" as typed: statuses, 5xx, timeout, connection, comma-separated. @param {string} text */
+function retryOnOf(text) {
+  return text.split(",").map((t) => t.trim()).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+}
+
+/** The block's retry policy (SPEC's `retry`): off, or its attempts, its waits and what it retries. @param {Form} f */
+function retryGroup(f) {
+  const { ctx, blockId, block, ro } = f;
+  const policy = block.retry && typeof block.retry === "object" ? block.retry : null;
+  const on = h("input", { type: "checkbox", name: "retry", checked: !!policy, disabled: ro, id: uid("retry") });
+  on.addEventListener("change", () => ctx.edit((d) => {
+    d.blocks[blockId].retry = on.checked ? JSON.parse(JSON.stringify(RETRY)) : undefined;
+  }, { form: true }));
+  /** @param {string} key @param {any} value */
+  const put = (key, value) => ctx.edit((d) => {
+    const b = d.blocks[blockId];
+    b.retry = { ...(b.retry || {}), [key]: value };
+  }, { coalesce: `${blockId}.retry.${key}` });
+  const parts = [h("div", { class: "check" }, on, h("label", { for: on.id }, "Retry on failure"))];
+  if (policy) {
+    for (const [key, label, limits, hint] of RETRY_NUMBERS) {
+      const input = h("input", { type: "number", name: `retry.${key}`, value: policy[key] ?? RETRY[key], readonly: ro, ...limits });
+      input.addEventListener("input", () => { if (input.value !== "") put(key, Number(input.value)); });
+      parts.push(f.wrap(label, input, `retry.${key}`, hint));
+    }
+    const retryOn = h("input", { type: "text", name: "retry.retryOn", readonly: ro, value: (policy.retryOn || RETRY.retryOn).join(", ") });
+    retryOn.addEventListener("change", () => put("retryOn", retryOnOf(retryOn.value)));
+    parts.push(f.wrap("Retry on", retryOn, "retry.retryOn", "Statuses (429, 503…), 5xx, timeout, connection; comma-separated."));
+  }
+  const msgs = (ctx.problems || new Map()).get("retry");
+  return h("fieldset", { class: "retry" }, h("legend", {}, "Retry policy"), parts,
+    msgs && msgs.length ? h("p", { class: "error", role: "alert" }, msgs.join("; ")) : null);
+}
+
 /** Where the block goes next, and its conditions (not on a return block). @param {Form} f */
 function nextGroup(f) {
   if (!f.schema || f.type === "return") return null;
@@ -204,6 +247,7 @@ function nextGroup(f) {
 export const FIELD_GROUPS = [
   { id: "identity", owns: ["type", "id", "title"], render: identityGroup },
   { id: "fields", render: schemaGroup },
+  { id: "retry", types: ["httpCall", "callEndpoint", "fetchMedia", "callAI"], owns: ["retry"], render: retryGroup },
   { id: "next", owns: ["defaultOutput", "outputConditions"], render: nextGroup },
 ];
 

@@ -6,7 +6,7 @@
 import { api, ApiError } from "../api.js";
 import { saveAsCase } from "../cases.js";
 import { runOverlay, showRun } from "../canvas.js";
-import { button, field, h, json, when } from "../dom.js";
+import { button, field, h, json, table, when } from "../dom.js";
 import { blocksOf, readsOf } from "../graph.js";
 import { outcome, timeline } from "../timeline.js";
 import { refusal } from "./tools.js";
@@ -142,6 +142,18 @@ function answerOf(run) {
 
 function kv(k, v) { return v === null || v === undefined || v === "" ? null : h("div", { class: "kv" }, h("dt", {}, k), h("dd", {}, v)); }
 
+/** A block's attempts under its retry policy: each one's status (or error), how long it
+ * took, how long the block waited before it. Null when the block has no policy. */
+function attemptsOf(step, blockId, run) {
+  const attempts = step.detail && Array.isArray(step.detail.attempts) ? step.detail.attempts : null;
+  if (!attempts) return null;
+  const rows = attempts.map((a, i) => h("tr", {},
+    h("th", { scope: "row" }, String(i + 1)),
+    h("td", { class: a.status !== undefined && a.status < 400 ? "ok" : "err" }, a.status !== undefined ? `HTTP ${a.status}` : (a.error || "error")),
+    h("td", { class: "num" }, `${a.durationMs ?? 0} ms`), h("td", { class: "num" }, `${a.waitMs ?? 0} ms`)));
+  return table(`Attempts of block ${blockId}${run ? ` (run ${run})` : ""}`, ["Attempt", "Outcome", "Duration", "Waited before"], rows);
+}
+
 /** A heading of `level` (2 on the page, deeper for a child run opened inside a block). */
 const heading = (level, text) => h(`h${Math.min(level, 6)}`, {}, text);
 
@@ -184,6 +196,7 @@ function nodeDetail(ctx, view, blockId) {
       kv("read", i === 0 && names.length ? h("pre", {}, json(read)) : null),
       kv("wrote", step.writes && Object.keys(step.writes).length ? h("pre", {}, json(step.writes)) : null),
       kv("HTTP", step.http ? `${step.http.method || ""} ${step.http.url || ""} → ${step.http.status ?? "—"}` : null),
+      kv("attempts", attemptsOf(step, blockId, ran.length > 1 ? i + 1 : 0)),
       kv("matched", step.matchedConditionId), kv("next", step.next),
       kv("error", step.error ? `${step.error.code}: ${step.error.message || ""}` : null)));
   });

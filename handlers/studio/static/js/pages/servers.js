@@ -2,7 +2,7 @@
 // import, endpoint test) and LLM credentials (keys shown masked, as the API sends them).
 import { api, ApiError } from "../api.js";
 import { confirmDialog } from "../dialog.js";
-import { button, field, h, json, table } from "../dom.js";
+import { button, field, h, json, table, when } from "../dom.js";
 import { refusal } from "./tools.js";
 
 const enc = encodeURIComponent;
@@ -81,6 +81,8 @@ export async function serverPage(ctx, serverId) {
     h("div", { class: "bar" }, h("h1", { id: "one-srv-h" }, srv.name), remove),
     h("p", { class: "muted" }, srv.baseUrl, " · used by ", (srv.usedBy || []).map((u) => u.name || u.toolId).join(", ") || "no tool"),
     out,
+    h("h2", {}, "Calls: circuit, limits, retries"),
+    edgeCard(srv),
     h("h2", {}, "Headers"),
     table("Headers", ["Header", "Value"], headerRows, "No headers."),
   ];
@@ -112,6 +114,30 @@ export async function serverPage(ctx, serverId) {
       })));
   }
   return h("article", { "aria-labelledby": "one-srv-h" }, parts);
+}
+
+const CIRCUIT = { closed: "Closed: calls go through",
+  half_open: "Half-open: one probe call is testing the server",
+  open: "Open: calls fail at once with circuit_open, without reaching the server" };
+
+function item(term, value) { return h("div", { class: "kv" }, h("dt", {}, term), h("dd", {}, value)); }
+
+/** The server's circuit as every worker sees it (GET /integration-servers/{id} `circuit`), and
+ * the limits, breaker, default retry and idempotency header its calls go through. */
+function edgeCard(srv) {
+  const c = srv.circuit || { state: "closed", failures: 0, openedAt: null };
+  const l = srv.limits, b = srv.circuitBreaker, r = srv.retry;
+  const limits = l ? [l.requestsPerSecond ? `${l.requestsPerSecond}/s (burst ${l.burst ?? "one second's"})` : null,
+    l.maxConcurrent ? `at most ${l.maxConcurrent} at once` : null].filter(Boolean).join(", ") : "none";
+  const header = srv.idempotencyHeader === null ? "none (off)" : srv.idempotencyHeader || "Idempotency-Key";
+  return h("section", { class: "card", "aria-label": "Circuit and limits" }, h("dl", { class: "kv-list" },
+    item("Circuit", h("span", { class: c.state === "closed" ? "ok" : "error", "data-state": c.state }, CIRCUIT[c.state] || c.state)),
+    item("Recent failures", String(c.failures ?? 0)),
+    c.openedAt ? item("Opened at", when(c.openedAt)) : null,
+    item("Circuit breaker", b ? `opens after ${b.failureThreshold ?? 5} failures in ${(b.windowMs ?? 30000) / 1000} s, probes after ${(b.cooldownMs ?? 15000) / 1000} s` : "none"),
+    item("Limits", limits),
+    item("Default retry", r ? `up to ${r.maxAttempts ?? 3} attempts` : "none (a block's own policy only)"),
+    item("Idempotency header", header)));
 }
 
 /** An endpoint's Test: a field per param, the body template, variables for {{…}} in the params, then the

@@ -1,0 +1,3 @@
+from tests.api.support import api, upstream
+
+__all__ = ["api", "upstream"]
