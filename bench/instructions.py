@@ -12,6 +12,11 @@ executions with 64 in flight, waits until every consumer group has drained (the 
 projection included), and dumps the counters (``callgrind_control -d``). The figure is the
 dump's total over the executions; children (the V8 sandbox's processes) are not counted.
 
+``NAME+trace`` and ``NAME+trace1`` (``bench.stream_bench``'s: tracing on at 100 % and 1 %, the
+spans sent over OTLP/HTTP to a loopback receiver in the driver) count the worker with its
+tracing projection; ``NAME+trace-apart`` counts the worker alone, its spans exported by a
+``chatflow projections run`` process that is not counted.
+
 Under callgrind the worker runs about 60 times slower: a thousand executions take tens of
 seconds. Needs valgrind (Debian's package).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import glob
 import json
 import os
@@ -31,6 +37,7 @@ import tempfile
 import uuid
 from typing import Any
 
+import bench.stream_bench as stream_bench
 from bench.stream_bench import (
     BENCH_3,
     BENCH_CHILD,
@@ -38,7 +45,9 @@ from bench.stream_bench import (
     Driver,
     drained,
     http_3,
+    spawn_exporter,
     start_echo_server,
+    tracing_env,
 )
 from chatflow.handlers.operations.embedded import EmbeddedServer
 from chatflow.handlers.redis_client import make_client
@@ -97,12 +106,13 @@ async def one(url: str, name: str, executions: int, tools: list[dict[str, Any]],
     else:
         cmd = [sys.executable, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
     env = {**os.environ, "REDIS_URL": url, "CHATFLOW_PREFIX": prefix,
-           "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0"}
+           "CHATFLOW_LOG_LEVEL": "WARNING", "CHATFLOW_METRICS_PORT": "0", **tracing_env(name)}
     out_dir = tempfile.mkdtemp(prefix="callgrind-")
     proc = subprocess.Popen(_callgrind(out_dir, cmd), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
+    exporter = spawn_exporter(url, prefix, name)  # -apart: not counted
     driver = Driver(url, prefix, baseline)
-    pt = "" if baseline else SCENARIOS[name][0]
+    pt = "" if baseline else SCENARIOS[name.split("+")[0]][0]
     try:
         await driver.run(pt, 200, WINDOW)  # warm: definitions cached, code paths taken
         await drained(client, prefix, timeout_s=300)
@@ -118,8 +128,9 @@ async def one(url: str, name: str, executions: int, tools: list[dict[str, Any]],
             raise RuntimeError("callgrind wrote no dump")
         return _total(dumps[-1])
     finally:
-        proc.terminate()
-        proc.wait()
+        for p in [proc] + ([exporter] if exporter else []):
+            p.terminate()
+            p.wait()
         await client.aclose()
         await driver.client.aclose()
         for f in glob.glob(f"{out_dir}/*"):
@@ -139,10 +150,15 @@ async def main() -> None:
     args = parser.parse_args()
     server = EmbeddedServer().start()
     echo: subprocess.Popen[bytes] | None = None
+    receiver = contextlib.ExitStack()
     try:
         tools = [BENCH_CHILD, BENCH_3]
         names = args.scenarios.split(",")
-        if "http-3" in names:
+        if any("+trace" in name for name in names):
+            from tests.support.otlp import otlp_receiver
+
+            stream_bench.TRACES_ENDPOINT = receiver.enter_context(otlp_receiver()).endpoint
+        if any(name.startswith("http-3") for name in names):
             echo, base = start_echo_server()
             tools.append(http_3(base))
         figures: dict[str, float] = {}
@@ -152,12 +168,16 @@ async def main() -> None:
             if not args.json:
                 ratio = (f"  ({figures[name] / figures['baseline']:.2f}x the bare loop's)"
                          if "baseline" in figures and name != "baseline" else "")
+                off = name.split("+")[0]
+                if off != name and off in figures:  # tracing on against the same, off
+                    ratio += f"  ({figures[name] / figures[off]:.2f}x {off}'s)"
                 print(f"{name:<10} {figures[name] / 1000:8.1f} k instructions per execution"
                       f"{ratio}", flush=True)
         if args.json:
             print(json.dumps({"executions": args.executions,
                               "instructions_per_execution": figures}, indent=2))
     finally:
+        receiver.close()
         if echo is not None:
             echo.terminate()
             echo.wait()

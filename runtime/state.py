@@ -339,3 +339,81 @@ def decode_log(raw: bytes) -> list[LogEntry]:
     if raw[:1] == b"{":
         return [_log_entry.decode(raw)]
     return [entry for line in raw.split(b"\n") if line for entry in _decode_line(line)]
+
+
+# -- a log's outline: what the spans of a tree read (handlers/projections/spans.py) ----------
+
+
+class OutlineDetail(msgspec.Struct, frozen=True):
+    """The keys of an entry's ``detail`` that describe a block visit or a tree (a request's
+    method, URL and status, its attempts, a model call's model and usage, the command's trace
+    context and contact); every other key (inputs, variables, a definition's hash) is skipped
+    by the decoder without being built."""
+
+    url: Any = None
+    method: Any = None
+    status: Any = None
+    attempts: Any = None
+    model: Any = None
+    usage: Any = None
+    traceparent: Any = None
+    tracestate: Any = None
+    context: Any = None
+
+
+class LogOutline(msgspec.Struct):
+    """A log entry without what it wrote or returned: its kind, execution, time, block, error,
+    child and ``OutlineDetail``. Decoded from a line of this version with the one-letter names
+    of ``_Packed``; ``execId`` and ``at`` are made absolute after decoding."""
+
+    type: str = msgspec.field(name="t")
+    execId: str = msgspec.field(default="", name="e")
+    at: int = msgspec.field(default=0, name="a")
+    blockId: str | None = msgspec.field(default=None, name="b")
+    blockType: str | None = msgspec.field(default=None, name="y")
+    durationMs: int | None = msgspec.field(default=None, name="m")
+    error: ErrorInfo | None = msgspec.field(default=None, name="x")
+    child: str | None = msgspec.field(default=None, name="c")
+    detail: OutlineDetail | None = msgspec.field(default=None, name="d")
+
+
+class _OutlineLine(msgspec.Struct, array_like=True):
+    root: str
+    at: int
+    entries: list[LogOutline]
+
+
+_outline_line = msgspec.json.Decoder(_OutlineLine)
+
+
+def outline_of(entry: LogEntry) -> LogOutline:
+    """A decoded ``LogEntry`` as its outline (a line of an earlier version, a test's entry)."""
+    detail = msgspec.convert(entry.detail, OutlineDetail) if entry.detail else None
+    return LogOutline(entry.type, entry.execId, entry.at, entry.blockId, entry.blockType,
+                      entry.durationMs, entry.error, entry.child, detail)
+
+
+def outline_log(raw: bytes) -> list[LogOutline]:
+    """``decode_log``'s entries in outline: the same entries, in order, but a written value,
+    a result or an input is parsed over, not built (a tree's log holds every response body it
+    read). Lines of earlier versions go through ``decode_log``. Raises
+    ``msgspec.DecodeError`` for what ``decode_log`` would."""
+    raw = raw.strip()
+    if not raw or raw[:1] == b"{":
+        return [outline_of(e) for e in decode_log(raw)]
+    out: list[LogOutline] = []
+    for line in raw.split(b"\n"):
+        if line[:2] != b'["':
+            if line:
+                out += [outline_of(e) for e in _decode_line(line)]
+            continue
+        decoded = _outline_line.decode(line)
+        root, base = decoded.root, decoded.at
+        for e in decoded.entries:
+            e.type = _TYPE_NAME.get(e.type, e.type)
+            e.execId = _absolute(e.execId, root)
+            e.at += base
+            if e.child is not None:
+                e.child = _absolute(e.child, root)
+        out += decoded.entries
+    return out

@@ -152,7 +152,7 @@ class NativeToolServer:
         from chatflow_agent.otel import tool_call_attributes
 
         from ..operations.traceids import native_span_id
-        from ..projections.spans import SCOPE
+        from ..operations.tracing import SCOPE
 
         assert self.tracing is not None
         tree = self.tracing.tree(f"native:{call.callId}", call.traceparent, call.tracestate)

@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a s
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
 LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
+TRACING_READ_FACTOR = 8  # the tracing group reads this many batch sizes at a time
 
 
 class Sub(NamedTuple):
@@ -218,10 +219,13 @@ class Worker:
             groups.setdefault(sub.group, {})[sub.stream] = sub.process
         readers = []
         for group, processes in groups.items():
+            # The tracing projection's batches share OTLP requests: larger reads, fewer of
+            # them, fewer requests (handlers/projections/tracing.py).
+            count = s.batch_size * (TRACING_READ_FACTOR if group == TRACING_GROUP else 1)
             for streams in by_slot(list(processes), s.redis_cluster):
                 readers.append(GroupReader(
                     self.read_client, group, self.consumer, {x: processes[x] for x in streams},
-                    self._take, self._heal, count=s.batch_size, block_ms=s.read_block_ms,
+                    self._take, self._heal, count=count, block_ms=s.read_block_ms,
                     on_change=self._reader_changed))
         return readers
 
@@ -462,6 +466,7 @@ class Worker:
         if self.history is not None:
             await self.history.aclose()
         if self.spans is not None:
+            await self.spans.flush()  # spans the last batches are waiting on
             await asyncio.to_thread(self.spans.shutdown)
         await asyncio.to_thread(self.native.shutdown)  # flushes the native calls' spans
         await self.client.aclose()

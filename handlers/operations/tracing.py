@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     TraceIdRatioBased,
 )
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     NonRecordingSpan,
     SpanContext,
@@ -61,8 +62,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("chatflow.tracing")
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+SCOPE = InstrumentationScope("chatflow")  # the instrumentation scope of the SDK spans made here
 _TREES_REMEMBERED = 4096  # trees whose context a process keeps (a dict, then cleared)
 _HEADER_MAX = 512  # a traceparent is 55 characters; W3C caps a tracestate at 512
+_NO_PARENT = Context()  # a tree without a producer's span (read only: Contexts are immutable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,10 +181,14 @@ class Tracing:
 
     def _decide(self, root_id: str, header: str, state: str) -> TreeTrace:
         parsed = parsed_traceparent(header) if header else None
-        trace_id, parent_id, parent_sampled = parsed or (root_trace_id(root_id), 0, False)
-        tree = TreeTrace(trace_id, parent_id, False, state if parent_id else "", parent_sampled)
+        if parsed is None:  # no producer's span: the sampler's root decision, on the root id
+            trace_id = root_trace_id(root_id)
+            sampled = self.sampler.should_sample(_NO_PARENT, trace_id, "chatflow.execute")
+            return TreeTrace(trace_id, 0, sampled.decision is Decision.RECORD_AND_SAMPLE)
+        trace_id, parent_id, parent_sampled = parsed
+        tree = TreeTrace(trace_id, parent_id, False, state, parent_sampled)
         remote = tree.parent_context()
-        parent = set_span_in_context(NonRecordingSpan(remote)) if remote else Context()
+        parent = set_span_in_context(NonRecordingSpan(remote)) if remote else _NO_PARENT
         decision = self.sampler.should_sample(parent, trace_id, "chatflow.execute").decision
         return TreeTrace(trace_id, parent_id, decision is Decision.RECORD_AND_SAMPLE, tree.tracestate,
                          parent_sampled)
@@ -235,6 +242,7 @@ class LiveSpans:
 
 __all__ = [
     "SAMPLERS",
+    "SCOPE",
     "Tracing",
     "TreeTrace",
     "call_span_id",

@@ -56,8 +56,11 @@ class ProjectionRunner:
 
             tracing = Tracing.from_settings(s)
             assert tracing is not None
+            # FastStream hands this subscriber one batch at a time: each batch is sent at
+            # once (no batch would join it while it waited), and batches are larger instead.
             self.spans = TracingProjection(self.client, self.keys, tracing, consumer,
-                                           claim_idle_ms=s.claim_idle_ms, batch_size=s.batch_size)
+                                           claim_idle_ms=s.claim_idle_ms, batch_size=s.batch_size,
+                                           flush_batches=1)
             export = self.spans.process
 
             async def handle_spans(entries: list[Entry]) -> None:
@@ -65,7 +68,7 @@ class ProjectionRunner:
 
             self.broker.subscriber(
                 stream=StreamSub(self.keys.executions, group=TRACING_GROUP, consumer=consumer,
-                                 batch=True, max_records=s.batch_size,
+                                 batch=True, max_records=s.batch_size * 8,
                                  polling_interval=s.block_ms),
                 ack_policy=AckPolicy.MANUAL, parser=raw_entries, decoder=entries_of,
             )(handle_spans)
@@ -111,5 +114,6 @@ class ProjectionRunner:
             await asyncio.gather(self._loop, return_exceptions=True)
         await self.broker.stop()
         if self.spans is not None:
+            await self.spans.flush()
             await asyncio.to_thread(self.spans.shutdown)
         await self.client.aclose()

@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,6 +36,17 @@ def _value(v: AnyValue) -> Any:
     if kind == "array_value":
         return [_value(x) for x in v.array_value.values]
     return getattr(v, kind) if kind else None
+
+
+def decoded(spans: list[bytes]) -> list[Any]:
+    """Spans the projection wrote (``SpanBuilder.spans``: each a ``ScopeSpans``' ``spans``
+    field) decoded by opentelemetry-proto."""
+    return list(ScopeSpans.FromString(b"".join(spans)).spans)
+
+
+def attributes_of(span: Any) -> dict[str, Any]:
+    """A protobuf span's (or event's) attributes as a mapping."""
+    return {a.key: _value(a.value) for a in span.attributes}
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,7 @@ class Receiver:
                     for s in ss.spans:
                         self.spans.append(ReceivedSpan(
                             s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
-                            s.kind, {a.key: _value(a.value) for a in s.attributes},
+                            s.kind, attributes_of(s),
                             s.status.code, s.start_time_unix_nano, s.end_time_unix_nano,
                             str(service), tuple(e.name for e in s.events),
                             s.SerializeToString(deterministic=True)))

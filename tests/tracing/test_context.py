@@ -28,7 +28,7 @@ from chatflow.runtime.state import ExecState, RootInfo, decode_log, state_encode
 from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand
 from tests.harness import Harness
 from tests.support.http import LoopbackServer, json_reply
-from tests.support.otlp import Receiver, otlp_receiver
+from tests.support.otlp import Receiver, attributes_of, decoded, otlp_receiver
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -273,8 +273,9 @@ def test_the_contact_id_is_on_a_span_only_when_the_operator_opts_in() -> None:
     from chatflow.handlers.projections.spans import SpanBuilder
 
     event, log = _one_block_tree("5511999990000")
-    default = SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces")).spans(event, log)
-    opted = SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces", contact=True)).spans(event, log)
+    default = decoded(SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces")).spans(event, log))
+    opted = decoded(SpanBuilder(Tracing("http://127.0.0.1:9/v1/traces", contact=True))
+                    .spans(event, log))
     assert [s.name for s in default] == ["chatflow.execute t", "chatflow.block return r"]
-    assert all("5511999990000" not in str(dict(s.attributes or {})) for s in default)
-    assert (opted[0].attributes or {})["chatflow.contact_id"] == "5511999990000"
+    assert all("5511999990000" not in str(attributes_of(s)) for s in default)
+    assert attributes_of(opted[0])["chatflow.contact_id"] == "5511999990000"
