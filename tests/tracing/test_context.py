@@ -184,12 +184,14 @@ async def test_a_sampled_trees_durations_carry_its_trace_id_as_an_exemplar(
         def carried(text: str, metric: str) -> bool:
             return any(line.startswith(metric) and exemplar in line for line in text.splitlines())
 
-        # The result is out the moment the commit ran; the worker counts it right after.
+        # The result is out the moment the commit ran; the worker (its tracing projection, for
+        # the exemplars) counts it after: wait for both histograms, bounded.
         deadline = asyncio.get_running_loop().time() + 10
         while True:
             body, ctype = metrics.negotiated("application/openmetrics-text; version=1.0.0")
             text = body.decode()
-            if carried(text, "chatflow_tool_execution_duration_seconds_bucket") \
+            if (carried(text, "chatflow_tool_execution_duration_seconds_bucket")
+                    and carried(text, "chatflow_block_duration_seconds_bucket")) \
                     or asyncio.get_running_loop().time() > deadline:
                 break
             await asyncio.sleep(0.01)  # the worker's turn on this loop, bounded above
