@@ -172,6 +172,11 @@ class Settings(BaseSettings):
     api_held_per_key: int = Field(default=8, ge=1)
     api_held_per_workspace: int = Field(default=32, ge=1)
     api_held_max: int = Field(default=128, ge=1)
+    # `chatflow mcp --http` (one workspace per process): its live MCP sessions per API key and
+    # in all, and how long an idle one is kept (handlers/interfaces/mcp_sessions.py).
+    mcp_sessions_per_key: int = Field(default=8, ge=1)
+    mcp_sessions_max: int = Field(default=64, ge=1)
+    mcp_session_idle_s: float = Field(default=600.0, gt=0)
     # The largest definition a test run or a fork may run, JSON bytes (a fork's is stored with
     # its runs in the history until they are pruned).
     definition_max_bytes: int = Field(default=256 * 1024, ge=1024)

@@ -50,5 +50,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                                  "dependencies)") from exc
     connection = RuntimeConnection(url, prefix=settings.prefix, cluster=settings.redis_cluster,
                                    timeout_s=args.timeout, contact_id="mcp")
-    asyncio.run(mcp_server.serve(connection, workspace, listen_on))
+    limits = mcp_server.SessionLimits(settings.mcp_sessions_per_key, settings.mcp_sessions_max,
+                                      settings.mcp_session_idle_s)
+    asyncio.run(mcp_server.serve(connection, workspace, listen_on, limits))
     return 0

@@ -29,7 +29,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from redis.exceptions import RedisError
-from starlette.applications import Starlette
 
 from chatflow.runtime.errors import ConfigurationError
 from chatflow_agent import __version__
@@ -37,10 +36,12 @@ from chatflow_agent.runtime_tools import RuntimeConnection
 
 from ..controlplane.apikeys import list_workspaces, verify_token
 from ..controlplane.workspace_tools import Outcome, WorkspaceTools, store_of
+from .mcp_sessions import SessionCaps, SessionLimits
 
 log = structlog.get_logger("chatflow.mcp")
 WRITERS = ("admin", "editor")
 MCP_PATH = "/mcp"
+DEFAULT_LIMITS = SessionLimits()
 
 
 class WorkspaceKeyVerifier:
@@ -108,7 +109,8 @@ async def check_workspace_exists(connection: RuntimeConnection, workspace: str) 
 
 
 async def serve(connection: RuntimeConnection, workspace: str,
-                listen_on: tuple[str, int] | None = None) -> None:
+                listen_on: tuple[str, int] | None = None,
+                limits: SessionLimits = DEFAULT_LIMITS) -> None:
     """Serve over stdio, or over streamable HTTP at ``listen_on`` (host, port), until stopped."""
     try:
         try:
@@ -118,7 +120,7 @@ async def serve(connection: RuntimeConnection, workspace: str,
         if listen_on is None:
             await serve_stdio(connection, workspace)
         else:
-            await serve_http(connection, workspace, *listen_on)
+            await serve_http(connection, workspace, *listen_on, limits=limits)
     finally:
         await connection.aclose()
 
@@ -133,15 +135,18 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def http_app(connection: RuntimeConnection, workspace: str, *, host: str, port: int) -> Starlette:
+def http_app(connection: RuntimeConnection, workspace: str, *, host: str, port: int,
+             limits: SessionLimits = DEFAULT_LIMITS) -> SessionCaps:
     """The streamable HTTP app at ``/mcp``, every request checked by the workspace's keys."""
     server = build_server(WorkspaceTools(connection, workspace), keyed=True)
     own = f"http://{_url_host(host)}:{port}"
     # The keys are issued by this deployment (`chatflow keys create`); no OAuth server exists,
     # so the issuer named is the server itself and no metadata routes are mounted.
     auth = AuthSettings(issuer_url=own, resource_server_url=None)  # type: ignore[arg-type]
-    return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, auth=auth,
-                                      token_verifier=WorkspaceKeyVerifier(connection, workspace))
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, auth=auth,
+                                     token_verifier=WorkspaceKeyVerifier(connection, workspace),
+                                     max_sessions=limits.max, session_idle_timeout=limits.idle_s)
+    return SessionCaps(app, per_key=limits.per_key, idle_s=limits.idle_s)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -157,10 +162,11 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(connection: RuntimeConnection, workspace: str, host: str, port: int) -> None:
+async def serve_http(connection: RuntimeConnection, workspace: str, host: str, port: int,
+                     limits: SessionLimits = DEFAULT_LIMITS) -> None:
     sock = listen(host, port)
     port = sock.getsockname()[1]
-    app = http_app(connection, workspace, host=host, port=port)
+    app = http_app(connection, workspace, host=host, port=port, limits=limits)
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on"))
     print(f"MCP (streamable HTTP) for workspace {workspace!r} on "
           f"http://{_url_host(host)}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
@@ -170,5 +176,5 @@ async def serve_http(connection: RuntimeConnection, workspace: str, host: str, p
         sock.close()
 
 
-__all__ = ["MCP_PATH", "WorkspaceKeyVerifier", "build_server", "http_app", "serve", "serve_http",
-           "serve_stdio"]
+__all__ = ["MCP_PATH", "SessionLimits", "WorkspaceKeyVerifier", "build_server", "http_app",
+           "serve", "serve_http", "serve_stdio"]

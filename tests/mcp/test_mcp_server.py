@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chatflow.handlers.controlplane.apikeys import revoke_api_key
-from chatflow.handlers.interfaces.mcp_server import MCP_PATH, http_app
+from chatflow.handlers.interfaces.mcp_server import MCP_PATH, SessionLimits, http_app
 from chatflow.handlers.registry.scope import Scope
 from chatflow_agent.runtime_tools import RuntimeConnection
 from tests.harness import Harness
@@ -260,3 +260,37 @@ async def test_a_loopback_http_server_refuses_a_rebound_host_or_a_foreign_origin
     foreign = await post_initialize(shop_url, {**key, "Origin": "http://attacker.example"})
     assert foreign.status_code in (400, 403), foreign.text
     assert (await post_initialize(shop_url, key)).status_code == 200
+
+
+# ------------------------------------------------------------------ sessions, capped per key
+
+
+async def test_one_key_cannot_hold_more_than_its_sessions_and_a_deleted_one_frees_its_place(
+    runtime: Runtime
+) -> None:
+    h = runtime.harness
+    connection = RuntimeConnection(h.url, prefix=h.keys.prefix, timeout_s=30, contact_id="mcp")
+    limits = SessionLimits(per_key=2, max=3, idle_s=600)
+    viewer = {"Authorization": f"Bearer {runtime.tokens['shop-viewer']}"}
+    editor = {"Authorization": f"Bearer {runtime.tokens['shop-editor']}"}
+    try:
+        async with serve_asgi(http_app(connection, "shop", host="127.0.0.1", port=0,
+                                       limits=limits)) as base:
+            url = base + MCP_PATH
+            opened = [await post_initialize(url, viewer) for _ in range(2)]
+            assert [r.status_code for r in opened] == [200, 200]
+            refused = await post_initialize(url, viewer)
+            assert refused.status_code == 429
+            assert "CHATFLOW_MCP_SESSIONS_PER_KEY" in refused.json()["error"]["message"]
+            # Another key of the workspace still gets in, up to the process's own cap.
+            assert (await post_initialize(url, editor)).status_code == 200
+            assert (await post_initialize(url, editor)).status_code == 503
+            # A session the client ends gives its place back.
+            async with httpx.AsyncClient(timeout=30) as http:
+                ended = await http.delete(url, headers={
+                    **viewer, "mcp-session-id": opened[0].headers["mcp-session-id"],
+                    "mcp-protocol-version": "2025-06-18"})
+            assert ended.status_code == 200, ended.text
+            assert (await post_initialize(url, viewer)).status_code == 200
+    finally:
+        await connection.aclose()
