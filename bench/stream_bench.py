@@ -57,6 +57,7 @@ import time
 import urllib.request
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -282,7 +283,10 @@ def spawn_workers(url: str, prefix: str, n: int, baseline: bool,
             cmd = [python, "-m", "bench.counted_worker", *counter]
         else:
             cmd = [python, "-c", "from chatflow.handlers.cli import main; main(['worker'])"]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL))
+        # Another version's workers run from its own tree (its checkout holds the venv), so
+        # `-m bench...` and the SDK resolve to that version's files, not this checkout's.
+        cwd = None if python == sys.executable else str(Path(os.path.abspath(python)).parents[2])
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, cwd=cwd))
     return procs
 
 
