@@ -47,15 +47,16 @@ def idempotency_key(state: ExecState) -> str:
 
 
 def with_key(headers: dict[str, str], method: str, header: str | None,
-             key: str) -> dict[str, str]:
-    """``headers`` plus the idempotency key, for a non-GET request, unless the header is
-    off (None) or already set by the definition (its value wins)."""
+             state: ExecState) -> dict[str, str]:
+    """``headers`` plus the idempotency key of ``state``'s call, for a non-GET request,
+    unless the header is off (None) or already set by the definition (its value wins). A GET
+    computes no key."""
     if header is None or method.upper() == "GET":
         return headers
     wanted = header.lower()
     if any(name.lower() == wanted for name in headers):
         return headers
-    return {**headers, header: key}
+    return {**headers, header: idempotency_key(state)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from chatflow.schemas.definition import CallEndpointBlock, CallEndpointParamMapping
 
-from ..edge import Gate, Gated, idempotency_key, server_edge, with_key
+from ..edge import Gate, Gated, server_edge, with_key
 from ..errors import ErrorCode, ToolFailure
 from ..interpolation import lookup, render
 from ..limits import Limits
@@ -90,9 +90,10 @@ async def call_endpoint(
     http: Outbound | Gated, server: dict[str, Any] | ToolFailure, server_id: str,
     endpoint_id: str, mappings: list[CallEndpointParamMapping],
     variables: Mapping[str, Any], context: Mapping[str, Any], *, timeout_ms: int, max_chars: int,
-    key: tuple[str | None, str] | None = None,
+    key: tuple[str | None, ExecState] | None = None,
 ) -> EndpointCall:
-    """``key``: the idempotency header (None: off) and key a non-GET request carries."""
+    """``key``: the idempotency header (None: off) and the state whose call's key a non-GET
+    request carries."""
     started = time.perf_counter()
     call = EndpointCall()
     if isinstance(server, ToolFailure):
@@ -159,7 +160,7 @@ class CallEndpointExecutor:
         scope = edge.scope(block.serverId, state.root.workspace) if edge else None
         if scope is not None and self.gate is not None:
             sender = Gated(self.http, self.gate, scope, remaining_ms(state, now_ms))
-        key = (edge.idempotency_header, idempotency_key(state)) if edge else None
+        key = (edge.idempotency_header, state) if edge else None
         call = await call_endpoint(
             sender, server, block.serverId, block.endpointId, block.paramMappings,
             state.variables, state.context,

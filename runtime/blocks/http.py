@@ -10,7 +10,7 @@ from typing import Any
 from chatflow.schemas.definition import HttpCallBlock
 from chatflow.schemas.edge import DEFAULT_IDEMPOTENCY_HEADER
 
-from ..edge import Edge, Gated, idempotency_key, origin_scope, with_key
+from ..edge import Edge, Gated, origin_scope, with_key
 from ..errors import ErrorCode, ToolFailure
 from ..interpolation import UnsafeUrlTemplate, render_url
 from ..limits import Limits
@@ -65,7 +65,7 @@ async def run_http_call(
                             duration_ms=_ms(started))
     headers = {k: text_of(v, state, cap) for k, v in (block.headers or {}).items()}
     # The same key on every attempt and redelivery of this visit (runtime/edge.py).
-    headers = with_key(headers, block.method, DEFAULT_IDEMPOTENCY_HEADER, idempotency_key(state))
+    headers = with_key(headers, block.method, DEFAULT_IDEMPOTENCY_HEADER, state)
     body = text_of(block.body, state, cap) if block.body else None
     timeout_ms = min(block.timeoutMs or limits.http_timeout_ms, remaining_ms(state, now_ms))
     debug: dict[str, Any] = {"url": url, "method": block.method}
