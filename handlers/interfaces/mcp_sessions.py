@@ -96,7 +96,12 @@ class SessionCaps:
 
 
 def _caller(headers: dict[bytes, bytes]) -> str:
-    return hashlib.sha256(headers.get(b"authorization", b"")).hexdigest()
+    """The key a request names: its bearer token, however the scheme is spelled or spaced
+    (the SDK reads it so), as a digest."""
+    scheme, _, token = headers.get(b"authorization", b"").strip().partition(b" ")
+    if scheme.lower() != b"bearer":
+        token = scheme  # not a bearer token: the SDK refuses it, and it opens no session
+    return hashlib.sha256(token.strip()).hexdigest()
 
 
 async def _forward(app: Asgi, scope: Scope, receive: Asgi, send: Asgi) -> int:

@@ -281,6 +281,9 @@ async def test_one_key_cannot_hold_more_than_its_sessions_and_a_deleted_one_free
             assert [r.status_code for r in opened] == [200, 200]
             refused = await post_initialize(url, viewer)
             assert refused.status_code == 429
+            # The same key spelled another way is the same key.
+            respelled = {"Authorization": f"bearer  {runtime.tokens['shop-viewer']}"}
+            assert (await post_initialize(url, respelled)).status_code == 429
             assert "CHATFLOW_MCP_SESSIONS_PER_KEY" in refused.json()["error"]["message"]
             # Another key of the workspace still gets in, up to the process's own cap.
             assert (await post_initialize(url, editor)).status_code == 200
