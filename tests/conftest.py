@@ -49,6 +49,17 @@ def prefix() -> str:
 
 
 @pytest.fixture
+async def client_only(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
+    """A harness with no in-process worker: the test runs worker processes, or drives the
+    components itself."""
+    h = Harness(redis_url, prefix)
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+@pytest.fixture
 async def harness(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
     """A running worker plus a client, on a fresh prefix."""
     h = Harness(redis_url, prefix)

@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator
-
-import pytest
 
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
@@ -19,16 +16,6 @@ from tests.support.processes import kill, start_worker
 from .test_retries import Scripted
 
 WORKER = {"claim_idle_ms": "1000", "block_ms": "200", "reaper_interval_ms": "100"}
-
-
-@pytest.fixture
-async def client_only(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
-    """A harness with no in-process worker: the workers are processes the test kills."""
-    h = Harness(redis_url, prefix)
-    try:
-        yield h
-    finally:
-        await h.close()
 
 
 async def _until(check: object, timeout_s: float, what: str) -> None:

@@ -9,11 +9,10 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import msgspec
-import pytest
 
 from chatflow.handlers.interfaces.client import wait_results
 from chatflow.handlers.operations.metrics import REGISTRY
@@ -26,15 +25,6 @@ from tests.support.processes import WorkerProc, kill, start_worker
 from .support import Counting, endpoint_tool, put_server, put_tool_in
 
 WORKER = {"block_ms": "200", "claim_idle_ms": "2000"}
-
-
-@pytest.fixture
-async def client_only(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
-    h = Harness(redis_url, prefix)
-    try:
-        yield h
-    finally:
-        await h.close()
 
 
 @contextmanager

@@ -3,6 +3,7 @@ receive, through real workers (SPEC, "Extensions to the definition": ``retry``).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -129,7 +130,15 @@ async def test_attempts_are_counted_ok_retried_and_failed(
               for t in ("pt-m1", "pt-m2") for o in ("ok", "retried", "failed")}
     assert (await harness.run("pt-m1")).ok
     assert not (await harness.run("pt-m2")).ok
-    after = {key: _sample("chatflow_http_attempts_total", tool=key[0], outcome=key[1]) - value
-             for key, value in before.items()}
-    assert after == {("pt-m1", "ok"): 1, ("pt-m1", "retried"): 1, ("pt-m1", "failed"): 0,
-                     ("pt-m2", "ok"): 0, ("pt-m2", "retried"): 1, ("pt-m2", "failed"): 1}
+    wanted = {("pt-m1", "ok"): 1, ("pt-m1", "retried"): 1, ("pt-m1", "failed"): 0,
+              ("pt-m2", "ok"): 0, ("pt-m2", "retried"): 1, ("pt-m2", "failed"): 1}
+    # Attempts reach the counter when the worker counts the commit they led to, just after
+    # that commit wrote the result this test already read: wait for it, bounded.
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        after = {key: _sample("chatflow_http_attempts_total", tool=key[0], outcome=key[1])
+                 - value for key, value in before.items()}
+        if after == wanted or asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.01)  # the worker's turn on this loop
+    assert after == wanted

@@ -53,10 +53,6 @@ async def gated() -> AsyncIterator[GatedServer]:
 
 
 @pytest.fixture
-async def bare(redis_url: str, prefix: str) -> AsyncIterator[Harness]:
+def bare(client_only: Harness) -> Harness:
     """A client on a fresh prefix and no worker: the test drives the projection itself."""
-    h = Harness(redis_url, prefix)
-    try:
-        yield h
-    finally:
-        await h.close()
+    return client_only
