@@ -67,7 +67,7 @@ def _child(value: Any, part: str) -> Any:
             return _MISSING
     if isinstance(value, Mapping):
         return value.get(part, _MISSING)
-    if isinstance(value, list) and part.lstrip("-").isdigit():
+    if isinstance(value, list) and part.lstrip("-").isdecimal():
         index = int(part)
         return value[index] if -len(value) <= index < len(value) else _MISSING
     return _MISSING

@@ -94,7 +94,7 @@ def _state(exec_id: str, started: LogEntry, context: dict[str, Any]) -> ExecStat
                     None, {}, "", {}, context, started.at)
     depth = exec_id.count(".")
     frames = [Frame(exec_id.rsplit(".", 1)[0], "", "", 0)] if depth else []
-    partition = int(exec_id.split("-", 1)[0]) if exec_id.split("-", 1)[0].isdigit() else 0
+    partition = int(exec_id.split("-", 1)[0]) if exec_id.split("-", 1)[0].isdecimal() else 0
     return ExecState(
         execId=exec_id, rootId=exec_id.split(".", 1)[0], partition=partition, depth=depth,
         toolId="", publishedToolId=pt, defHash=str(detail.get("defHash", "")),

@@ -88,7 +88,7 @@ def retry_after_ms(value: str | None, now_ms: int) -> int | None:
     if not value:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isdecimal():
         return int(text) * 1000
     try:
         when = parsedate_to_datetime(text)

@@ -55,7 +55,7 @@ class RequestLimits:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length", b"").decode("latin-1")
         too_big = f"the request body is larger than {self.max_body} bytes"
-        if declared.isdigit() and int(declared) > self.max_body:
+        if declared.isdecimal() and int(declared) > self.max_body:
             await _refuse(send, 413, "body_too_large", too_big)
             return
         chunks: list[bytes] = []

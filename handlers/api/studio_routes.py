@@ -33,7 +33,7 @@ def daily(buckets: dict[bytes, bytes], now_ms: int, days: int = 7) -> list[dict[
     sums = {day: {"n": 0, "ok": 0, "ms": 0} for day in range(first, today + 1)}
     for field, value in buckets.items():
         hour_s, _, kind = field.decode().partition(":")
-        if not hour_s.isdigit() or kind not in ("n", "ok", "ms"):
+        if not hour_s.isdecimal() or kind not in ("n", "ok", "ms"):
             continue
         day = int(hour_s) // DAY_HOURS
         if day in sums:

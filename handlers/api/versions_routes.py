@@ -28,7 +28,7 @@ async def list_versions(svc: Svc, who: Caller, tool_id: str) -> dict[str, Any]:
             summary="One published version, with its definition")
 async def get_version(svc: Svc, who: Caller, tool_id: str, number: str) -> dict[str, Any]:
     # Any text: a version that is not a number is one that does not exist (404).
-    wanted = int(number) if number.isdigit() else 0
+    wanted = int(number) if number.isdecimal() else 0
     return await svc.versions.get(tool_id, wanted, number_text=number, scope=who.scope)
 
 

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
+    if not sep or not host or not port.isdecimal() or int(port) > 65535:
         raise ConfigurationError(f"--http {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
     return host, int(port)
 

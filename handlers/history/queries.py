@@ -42,7 +42,7 @@ def time_ms(value: str | None, name: str) -> int | None:
     trail and ``chatflow executions`` (``--since``, ``--until``) all read times here."""
     if not value:
         return None
-    if value.isdigit():
+    if value.isdecimal():
         return in_range(int(value), name)
     try:
         ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)

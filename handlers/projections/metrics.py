@@ -48,7 +48,7 @@ def summarize(buckets: dict[bytes, bytes], now_ms: int) -> ToolMetrics:
     runs = ok = total_ms = 0
     for field, value in buckets.items():
         hour_s, _, kind = field.decode().partition(":")
-        if not hour_s.isdigit() or not first <= int(hour_s) <= last:
+        if not hour_s.isdecimal() or not first <= int(hour_s) <= last:
             continue
         if kind == "n":
             runs += int(value)

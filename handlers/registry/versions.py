@@ -48,7 +48,7 @@ def callers(state: RegistryState, tool_id: str) -> list[Record]:
 def parse_side(text: str) -> Side:
     if text == "draft":
         return text
-    if text.isdigit() and int(text) > 0:
+    if text.isdecimal() and int(text) > 0:
         return int(text)
     raise Invalid(f"{text!r}: expected a version number or 'draft'", code="invalid_version")
 

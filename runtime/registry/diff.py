@@ -45,7 +45,7 @@ def _fields(a: Any, b: Any, prefix: str = "") -> list[dict[str, Any]]:
 
 
 def _path_key(path: str) -> list[tuple[int, Any]]:
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in path.split(".")]
+    return [(0, int(p)) if p.isdecimal() else (1, p) for p in path.split(".")]
 
 
 def _blocks(definition: Any) -> dict[str, Any]:

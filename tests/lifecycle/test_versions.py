@@ -64,6 +64,9 @@ async def test_three_publishes_are_three_versions_diffed_rolled_back_and_run(
     one = await api.ok("GET", "/tools/t-v/versions/1")
     assert one["definition"] == version(1)
     await api.fails("GET", "/tools/t-v/versions/9", 404)
+    # A digit Python's int() cannot read (the fuzzer's superscript one: a 500 before).
+    await api.fails("GET", "/tools/t-v/versions/%C2%B9", 404)
+    await api.fails("GET", "/tools/t-v/diff", 400, params={"from": "\u00b9"})
 
     diff = await api.ok("GET", "/tools/t-v/diff", params={"from": "1", "to": "3"})
     assert diff["blocks"]["added"] == [{"id": "extra", "type": "return"}]
