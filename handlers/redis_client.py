@@ -226,6 +226,18 @@ _LEAKED_BY_A_CLOSED_TRANSPORT = frozenset(
     f"'NoneType' object has no attribute '{name}'" for name in ("writelines", "write"))
 
 
+async def ensure_group(client: Client, stream: str, group: str) -> None:
+    """Create ``group`` on ``stream`` at id 0, making the stream if need be (FastStream would
+    start at ``$``, skipping whatever was published before the first reader). One that
+    exists already (BUSYGROUP) is left as it is; any other refusal (WRONGTYPE: the key is no
+    stream) is raised."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except ResponseError as exc:
+        if not str(exc).startswith("BUSYGROUP"):
+            raise
+
+
 async def send_all(client: Client, commands: list[Command], *,
                    raise_errors: bool = True) -> list[Any]:
     """Send ``commands`` in one write and read their replies, raw (no response callbacks):

@@ -19,7 +19,6 @@ error answer; nothing a tool does can stop the worker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import time
 from collections.abc import Iterable, Mapping
@@ -28,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 from pydantic_core import to_jsonable_python
-from redis.exceptions import ResponseError
 
 from chatflow.runtime.errors import ConfigurationError
 from chatflow.schemas.native import NativeCall, NativeResult
@@ -37,7 +35,7 @@ from chatflow_agent.runtime_specs import native_spec
 from chatflow_agent.tools import Tool
 
 from ..keys import NATIVE_GROUP, Keys
-from ..redis_client import Client, Entry
+from ..redis_client import Client, Entry, ensure_group
 from ..settings import reply_matcher
 
 if TYPE_CHECKING:
@@ -107,9 +105,7 @@ class NativeToolServer:
     async def start(self) -> None:
         """Create each tool's group (at id 0) and publish its spec."""
         for name, item in self.tools.items():
-            with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
-                await self.client.xgroup_create(self.keys.native_calls(name), NATIVE_GROUP,
-                                                id="0", mkstream=True)
+            await ensure_group(self.client, self.keys.native_calls(name), NATIVE_GROUP)
             await self.client.set(self.keys.native_tool(name), _encode.encode(native_spec(item)))
         if self.tools:
             log.info("native tools served", tools=sorted(self.tools))

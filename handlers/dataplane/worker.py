@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 
 from chatflow.runtime.blocks.ai import register_media_and_ai
 from chatflow.runtime.blocks.endpoint import CallEndpointExecutor
@@ -44,7 +44,7 @@ from ..operations.logging import use_tracing
 from ..operations.loop import running_loop_name
 from ..projections.execlog import ExecutionLog, trim_source
 from ..redaction import SecretIndex
-from ..redis_client import Client, Entry, is_connection_lost, make_client
+from ..redis_client import Client, Entry, ensure_group, is_connection_lost, make_client
 from ..settings import Settings
 from .batches import GroupReader, by_slot
 from .delayed import DelayedSteps
@@ -89,11 +89,7 @@ async def ensure_groups(client: Client, keys: Keys) -> None:
     for n in range(keys.partitions):
         pairs += [(keys.steps(n), STEPS_GROUP), (keys.outbox(n), RELAY_GROUP)]
     for stream, group in pairs:
-        try:
-            await client.xgroup_create(stream, group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if not str(exc).startswith("BUSYGROUP"):  # e.g. WRONGTYPE: the key is no stream
-                raise
+        await ensure_group(client, stream, group)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..keys import HISTORY_GROUP, Keys, origin_of
 from ..projections.progress import GroupProgress
 from ..redaction import SecretIndex, redact_definition
-from ..redis_client import Client, Entry
+from ..redis_client import Client, Entry, ensure_group
 from ..settings import Settings
 from .backfill import backfill_workspaces, owners
 from .capture import Captured, capture, parse_events, read_logs
@@ -71,12 +71,7 @@ class HistoryProjection:
         await self.ensure_group()
 
     async def ensure_group(self) -> None:
-        try:
-            await self.client.xgroup_create(self.keys.executions, HISTORY_GROUP, id="0",
-                                            mkstream=True)
-        except Exception as exc:  # BUSYGROUP: it exists already
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await ensure_group(self.client, self.keys.executions, HISTORY_GROUP)
 
     async def capture(self, entries: list[Entry]) -> tuple[list[Captured], dict[str, Any]]:
         events = parse_events(entries)

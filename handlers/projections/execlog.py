@@ -36,6 +36,7 @@ from chatflow.schemas.wire import ToolExecutionStreamEvent
 from ..keys import PROJECTION_GROUP, Keys
 from ..operations.metrics import TRIMMED_UNREAD
 from ..redis_client import Client, Entry, send_all
+from ..redis_client import ensure_group as ensure_stream_group
 from .metrics import HOUR_MS, WINDOW_HOURS, to_ms, tool_metrics
 from .progress import GroupProgress, entry_id, text
 
@@ -324,11 +325,7 @@ def _rows(entries: list[Entry]) -> list[Parsed]:
 
 
 async def ensure_group(client: Client, keys: Keys) -> None:
-    try:
-        await client.xgroup_create(keys.executions, PROJECTION_GROUP, id="0", mkstream=True)
-    except Exception as exc:  # BUSYGROUP: it exists already
-        if "BUSYGROUP" not in str(exc):
-            raise
+    await ensure_stream_group(client, keys.executions, PROJECTION_GROUP)
 
 
 async def drop(client: Client, keys: Keys, ns: str) -> int:

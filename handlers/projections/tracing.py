@@ -38,7 +38,7 @@ from ..history.capture import parse_events
 from ..keys import TRACING_GROUP, Keys
 from ..operations.tracing import Tracing
 from ..redaction import SecretIndex
-from ..redis_client import Client, Entry, send_all
+from ..redis_client import Client, Entry, ensure_group, send_all
 from .otlp import Outgoing, Sender
 from .spans import SpanBuilder
 
@@ -94,12 +94,7 @@ class TracingProjection:
         self._failed_logged_at = -FAILED_LOG_EVERY_S
 
     async def ensure_group(self) -> None:
-        try:
-            await self.client.xgroup_create(self.keys.executions, TRACING_GROUP, id="0",
-                                            mkstream=True)
-        except Exception as exc:  # BUSYGROUP: it exists already
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await ensure_group(self.client, self.keys.executions, TRACING_GROUP)
 
     # -- one batch --------------------------------------------------------------------
 

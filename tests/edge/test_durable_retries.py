@@ -6,25 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
 from tests.support.http import LoopbackServer, Reply, Request, json_reply
 from tests.support.processes import kill, start_worker
+from tests.support.waiting import until
 
 from .test_retries import Scripted
 
 WORKER = {"claim_idle_ms": "1000", "block_ms": "200", "reaper_interval_ms": "100"}
 
 
-async def _until(check: object, timeout_s: float, what: str) -> None:
-    """Wait for a condition on the server, bounded (polled: the server has no event)."""
-    deadline = time.monotonic() + timeout_s
-    while not await check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        await asyncio.sleep(0.02)
 
 
 async def test_a_worker_killed_during_a_two_second_backoff_still_makes_exactly_one_more_attempt(
@@ -48,7 +41,7 @@ async def test_a_worker_killed_during_a_two_second_backoff_still_makes_exactly_o
             return sum(counts) == 1
 
         # The first attempt failed and its retry waits in Valkey: the worker holds nothing.
-        await _until(waiting, 60, "no delayed step after the first attempt")
+        await until(waiting, 60, "no delayed step after the first attempt")
         assert len(upstream.times) == 1
         kill(first)
         second = start_worker(redis_url, prefix, **WORKER)

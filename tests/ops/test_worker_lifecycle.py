@@ -7,9 +7,8 @@ Tests that flush Valkey or fill its memory run on a private embedded server of t
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -24,6 +23,7 @@ from chatflow.handlers.operations.embedded import EmbeddedServer, free_port
 from tests.harness import Harness
 from tests.ops.tools import returning
 from tests.support.processes import kill, start_worker
+from tests.support.waiting import until
 
 IDLE_WINDOW_S = 12.0
 IDLE_MAX_PER_S = 5
@@ -48,14 +48,6 @@ async def own(own_valkey: str, prefix: str) -> AsyncIterator[Harness]:
         await h.close()
 
 
-async def until(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> None:
-    """Wait for a condition nothing announces (a reader's state, a consumer's idle time),
-    re-checking it often, for at most ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 async def top_level_commands(url: str, window_s: float) -> list[str]:
