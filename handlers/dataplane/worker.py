@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # imported when a history is configured: SQLAlchemy costs a s
 log = structlog.get_logger("chatflow.worker")
 Process = Callable[[list[Entry]], Awaitable[None]]
 LOST_LOG_EVERY_S = 30.0  # at most one "connection lost" line per worker in this span
+OUTAGE_PROBE_MS = 2_000  # while Redis is down, every recovery loop retries at least this often
 TRACING_READ_FACTOR = 8  # the tracing group reads this many batch sizes at a time
 
 
@@ -293,23 +294,27 @@ class Worker:
     async def _every(self, interval_ms: int, tick: Callable[[], Awaitable[Any]]) -> None:
         failing = False
         delay_ms = interval_ms
+        name = getattr(tick, "__name__", "tick").strip("_")
         while True:
             try:
                 if failing:  # a restarted server may have lost groups (AOF window) and scripts
                     await self._heal()
                 await tick()
                 if failing:
-                    log.info("recovery loop reconnected")
+                    log.info("recovery loop reconnected", loop=name)
                 failing = False
                 delay_ms = interval_ms
             except Exception as exc:
                 if isinstance(exc, RedisError) or is_connection_lost(exc):
                     if not failing:  # log the outage once, not once per tick
-                        log.warning("recovery loop cannot reach Redis; retrying", error=str(exc))
+                        log.warning("recovery loop cannot reach Redis; retrying", loop=name,
+                                    error=str(exc))
                     failing = True
-                    delay_ms = min(delay_ms * 2, max(interval_ms, 2_000))  # back off while down
+                    # Back off while down, but probe at least every OUTAGE_PROBE_MS: a loop with
+                    # a long interval (the 60 s trim) must not wait that long to come back.
+                    delay_ms = min(delay_ms * 2, OUTAGE_PROBE_MS)
                 else:
-                    log.exception("recovery loop tick failed")
+                    log.exception("recovery loop tick failed", loop=name)
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 # A tick can swallow stop()'s cancellation (seen in redis-py I/O); honour it.
