@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Annotated, Any
@@ -111,6 +112,7 @@ async def debug_frames(lease: Lease, stream: str, cursor: str,
         last = await client.xrevrange(stream, count=1)
         cursor = last[0][0].decode() if last else "0-0"
     yield f"retry: 1000\nid: {cursor}\nevent: ready\ndata: {{}}\n\n"
+    renewed = time.monotonic()
     while True:
         try:
             reply = await client.xread({stream: cursor}, count=100, block=HEARTBEAT_MS)
@@ -118,8 +120,12 @@ async def debug_frames(lease: Lease, stream: str, cursor: str,
             log.info("live debug read interrupted; retrying", error=exc.__class__.__name__)
             await asyncio.sleep(1)  # Valkey is away: do not spin
             reply = None
-        if not reply:
+        # Renewed once a heartbeat, busy or idle: a stream fed an event more often than that
+        # must stay counted against its key's and workspace's caps (its lease would lapse).
+        if not reply or time.monotonic() - renewed >= HEARTBEAT_MS / 1000:
             await lease.renew()
+            renewed = time.monotonic()
+        if not reply:
             yield ": keep-alive\n\n"
             continue
         for _name, entries in reply:

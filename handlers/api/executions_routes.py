@@ -30,6 +30,7 @@ from chatflow.runtime.state import ExecState
 
 from ..dataplane.trees import cancel_execution
 from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
+from ..registry.scope import Grant
 from ..studio.scope import tree_workspace
 from .auth import Caller, Writer
 from .authorization import Authorized, refuse_unresolved_references
@@ -223,7 +224,6 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
                          = False) -> Any:
     from fastapi.responses import JSONResponse
 
-    from ..history.fork import ForkRefused, start_fork
     from ..history.queries import get_run
     from ..interfaces.client import ResultTimeout, trace, wait_results
 
@@ -242,21 +242,15 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
         definition = body.definition
     refuse_unresolved_references(svc, grant, definition if definition is not None
                                  else (run.get("published") or {}).get("definition"))
-    try:
-        fork = await start_fork(svc.client, svc.keys, run, grant=grant,
-                                from_block=body.fromBlockId,
-                                variables=body.variables, definition=definition,
-                                ttl_s=svc.settings.state_ttl_s,
-                                reply_allowed=svc.settings.reply_allowed())
-    except ForkRefused as exc:
-        raise Invalid(str(exc), code=exc.code) from exc
-    forked_from = {"executionId": execution_id, "blockId": body.fromBlockId}
-    started = {"commandId": fork.command.commandId, "publishedToolId": fork.published_tool_id,
-               "replyTo": fork.reply_to, "forkedFrom": forked_from}
     if not wait:
+        _fork, started = await _start_fork(svc, grant, run, body, definition, execution_id)
         return JSONResponse(started, status_code=202)
     timeout_s = svc.settings.tool_timeout_ms / 1000 + 10
+    # The lease is taken before the fork starts: a request over its key's or workspace's cap
+    # gets its 429 with nothing run (a refused fork that ran anyway would repeat its calls
+    # when the client tries again).
     async with svc.held.hold(grant.actor, grant.workspace, for_ms=int(timeout_s * 1000)) as held:
+        fork, started = await _start_fork(svc, grant, run, body, definition, execution_id)
         try:
             found = await wait_results(held.client, fork.reply_to, {fork.command.commandId},
                                        after=b"0-0", timeout_s=timeout_s)
@@ -270,3 +264,22 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
     entries = await trace(svc.client, svc.keys, result.executionId) if result.executionId else []
     return {**started, "executionId": result.executionId,
             "result": msgspec.to_builtins(result), "trace": msgspec.to_builtins(entries)}
+
+
+async def _start_fork(svc: Services, grant: Grant, run: dict[str, Any], body: ForkRequest,
+                      definition: dict[str, Any] | None, execution_id: str
+                      ) -> tuple[Any, dict[str, Any]]:
+    """Publish the fork's record and command; the fork and what the route answers of it."""
+    from ..history.fork import ForkRefused, start_fork
+
+    try:
+        fork = await start_fork(svc.client, svc.keys, run, grant=grant,
+                                from_block=body.fromBlockId,
+                                variables=body.variables, definition=definition,
+                                ttl_s=svc.settings.state_ttl_s,
+                                reply_allowed=svc.settings.reply_allowed())
+    except ForkRefused as exc:
+        raise Invalid(str(exc), code=exc.code) from exc
+    forked_from = {"executionId": execution_id, "blockId": body.fromBlockId}
+    return fork, {"commandId": fork.command.commandId, "publishedToolId": fork.published_tool_id,
+                  "replyTo": fork.reply_to, "forkedFrom": forked_from}

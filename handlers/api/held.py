@@ -64,8 +64,8 @@ class Lease:
     lease_id: str
     _held: HeldConnections
 
-    async def renew(self, for_ms: int = LEASE_MS) -> None:
-        await self._held.renew(self, for_ms)
+    async def renew(self, for_ms: int | None = None) -> None:
+        await self._held.renew(self, for_ms or LEASE_MS)
 
 
 class HeldConnections:
@@ -88,9 +88,10 @@ class HeldConnections:
 
     @asynccontextmanager
     async def hold(self, key_id: str, workspace: str,
-                   for_ms: int = LEASE_MS) -> AsyncIterator[Lease]:
+                   for_ms: int | None = None) -> AsyncIterator[Lease]:
         """A lease for one held request, released when the block ends; 429 over a cap."""
         s = self.settings
+        for_ms = for_ms or LEASE_MS
         if self.local >= s.api_held_max:
             raise self._refuse("this API process", s.api_held_max, "CHATFLOW_API_HELD_MAX")
         lease_id = uuid.uuid4().hex

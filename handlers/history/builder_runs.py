@@ -3,8 +3,9 @@
 A test run (``POST /tools/test-flow``) runs inside the API process (``handlers.registry.inline``)
 and never reaches ``stream:tool-executions``, so the history's consumer never sees it. The API
 writes it here instead, through the same capture (secrets masked) and the same idempotent
-writer. Its root published tool is ``test-<toolId>``, which the executions routes map to the
-workspace of ``toolId``: a test run is seen by exactly the workspace that could run it.
+writer. It is filed under the workspace it ran in (the caller's, fixed when it started), like
+every run: a test run is seen by exactly the workspace that ran it. Its root published tool is
+``test-<toolId>``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ are not repeated. The original run and its rows are never touched.
 Its answer goes to a reply stream of its own (``stream:tool-results:fork-<id>``, inside the
 default ``CHATFLOW_REPLY_STREAMS``), never to the original command's replyTo. The published
 record carries ``forkOf``; the history projection reads it (the definition is stored with
-the run) to record ``forkedFrom`` and to keep the run in its original tool's workspace.
+the run) to record ``forkedFrom`` and to count the run under the tool it forked. Its workspace is
+the caller's, fixed when it starts (the record says so), as for every run.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ class HistoryProjection:
                             await self.secrets.of(event.workspace))
                     for dedup, event, entry_ms in events]
         defs = await self._definitions(captured)
-        for c in captured:  # a fork stays in its original tool's workspace, and says so
+        for c in captured:  # a fork is filed under the tool it forked, and says it is a fork
             c.run["root_published_tool_id"] = origin_of(c.run["root_published_tool_id"])
             fork = (defs.get(c.def_hash or "") or {}).get("forkOf")
             if c.run["depth"] == 0 and isinstance(fork, dict):

@@ -114,3 +114,39 @@ async def test_an_idle_stream_stays_open_with_its_keep_alive_and_still_delivers(
         data = await asyncio.wait_for(next_event(lines, "data: "), 15)
         assert json.loads(data.removeprefix("data: "))["commandId"] == "cmd-idle"
     await viewer.aclose()
+
+
+async def test_a_busy_stream_stays_counted_against_its_cap(
+        redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream fed an event more often than its heartbeat renews its lease all the same:
+    before, only an empty read renewed it, so a busy stream's lease lapsed and the key could
+    open more streams than its cap."""
+    from chatflow.handlers.api import debug_routes, held
+
+    monkeypatch.setattr(held, "LEASE_MS", 1_500)
+    monkeypatch.setattr(debug_routes, "HEARTBEAT_MS", 300)
+    settings = api_settings(redis_url, prefix, api_held_per_key=1)
+    async with running_api(settings) as api:
+        viewer = api.as_key(await api.new_key("a", "viewer"))
+        async with stream(viewer, "c-busy") as (response, lines):
+            assert response.status_code == 200
+            await next_event(lines, "event: ready")
+            await next_event(lines, "data: ")  # the ready frame's own
+            # Events back to back for three lease periods: every read returns one.
+            loop = asyncio.get_running_loop()
+            until = loop.time() + 3 * held.LEASE_MS / 1000
+            n = 0
+            while loop.time() < until:
+                n += 1
+                event = DebugEvent(type="action_start", actionType="executeTool", actionId="a",
+                                   commandId=f"cmd-{n}", executionId="0-x", occurredAt="now",
+                                   payload={}, workspace="a")
+                await api.client.xadd(api.keys.debug("c-busy"),
+                                      {"data": msgspec.json.encode(event)})
+                data = await asyncio.wait_for(next_event(lines, "data: "), 10)
+                assert json.loads(data.removeprefix("data: ")).get("commandId") == f"cmd-{n}", data
+            # Streamed: a stream let through (the bug) must fail here, not hang the test.
+            async with viewer.stream("GET", "/debug/c-busy/stream") as refused:
+                assert refused.status_code == 429, n
+                assert json.loads(await refused.aread())["setting"] == "CHATFLOW_API_HELD_PER_KEY"
+        await viewer.aclose()

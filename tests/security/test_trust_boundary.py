@@ -5,6 +5,7 @@ publish, a producer's command). Each test fails on the code before the fix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -199,3 +200,41 @@ async def test_purging_a_tool_moves_none_of_its_runs_and_a_new_tool_of_that_id_i
     listed = await ok(t.a, "GET", "/executions", params={"state": "finished", "toolId": "t-b"})
     assert listed["executions"] == []
     t.b_untouched()
+
+
+async def test_a_waiting_fork_over_its_keys_cap_is_refused_before_it_runs(
+        tenants: Tenants) -> None:
+    """``?wait=true`` holds a connection, so it counts against the caps; a fork refused for
+    it must not have run (the client is told to try again, and a retry would repeat its
+    calls). Before, the fork was published first and the 429 came after."""
+    from tests.security.test_held_connections import next_event, stream
+
+    t = tenants
+    run = await t.run_a()
+    seen = len(t.up_a.requests)
+    per_key = t.api.settings.api_held_per_key
+
+    async def forks() -> int:
+        return len([k async for k in t.api.client.scan_iter(match=f"{t.api.keys.prefix}*fork:*")
+                    if b"tool:" in k])
+
+    before = await forks()
+    async with contextlib.AsyncExitStack() as held:
+        kept = []
+        for _ in range(per_key):
+            response, lines = await held.enter_async_context(stream(t.a))
+            assert response.status_code == 200
+            await next_event(lines, "event: ready")
+            kept.append(lines)
+        refused = await t.a.post(f"/executions/{run}/fork", params={"wait": "true"},
+                                 json={"fromBlockId": "e"})
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["setting"] == "CHATFLOW_API_HELD_PER_KEY"
+        assert await forks() == before  # no fork record was made, no command sent
+    # With the streams closed, the same fork runs: the upstream gets its one call, and only
+    # that one (a refused fork that had been sent would have made a second).
+    fork = await ok(t.a, "POST", f"/executions/{run}/fork", params={"wait": "true"},
+                    json={"fromBlockId": "e"})
+    assert fork["result"]["ok"], fork
+    await t.caught_up()
+    assert len(t.up_a.requests) == seen + 1
