@@ -9,6 +9,7 @@ a URL mask through this module (docs/security.md, "One masking policy"):
 * **in text**: ``Bearer …`` and ``Basic …`` credentials, a URL's password
   (``scheme://user:***@host``), and every query parameter with a secret-like name
   (``?sig=***&pass=***``);
+* **in a span**: a URL loses its user and password whole (:func:`span_url`);
 * **by value**: any text equal to, or containing, one of the workspace's stored secret values
   (server secret headers, LLM API keys), so an upstream that echoes the credential it was
   sent, or a script that copies it, still records the mask;
@@ -89,11 +90,29 @@ def mask_url(url: str) -> str:
     except ValueError:
         return "<unparseable URL>"
     if password is not None:
-        host = parts.netloc.rpartition("@")[2]
-        parts = parts._replace(netloc=f"{parts.username or ''}:{MASK}@{host}")
+        parts = parts._replace(netloc=f"{parts.username or ''}:{MASK}@{_host(parts.netloc)}")
     if parts.query:
         parts = parts._replace(query=_PARAM.sub(_param, parts.query))
     return urlunsplit(parts)
+
+
+def span_url(url: str, secrets: Iterable[str] = ()) -> str:
+    """A URL as a span may hold it (``url.full``): masked as any text is (:func:`mask_text`:
+    secret-named parameters, stored secret values), and without its user or password at all
+    (``https://host/path``): a span names the server, never who logged in to it."""
+    text = mask_text(url, secrets)
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return text
+    if "@" not in parts.netloc:
+        return text
+    return urlunsplit(parts._replace(netloc=_host(parts.netloc)))
+
+
+def _host(netloc: str) -> str:
+    """A URL's ``netloc`` without its user and password."""
+    return netloc.rpartition("@")[2]
 
 
 def mask(value: Any, secrets: Iterable[str] = (), *,

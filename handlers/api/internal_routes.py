@@ -11,6 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from chatflow.runtime.errors import tool_not_found
+
 from ..registry.errors import NotFound
 from .authorization import authorize_internal, for_internal
 from .contract import answers
@@ -34,8 +36,8 @@ async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
     raw = await svc.inline.store.get_tool(body.publishedToolId)
     parsed = svc.inline.definitions.parse(body.publishedToolId, raw)
     if raw is None:
-        raise NotFound(f"tool não encontrada: publishedToolId={body.publishedToolId}",
-                       code="tool_not_found")
+        missing = tool_not_found(body.publishedToolId)  # the contract's row, as a run says it
+        raise NotFound(missing.message, code=missing.code)
     published = parsed if not isinstance(parsed, tuple) else parsed[0]
     run = await svc.inline.run(published, grant=for_internal(published), inputs=body.inputs,
                                variables={})

@@ -15,9 +15,15 @@ import difflib
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .common import client_for, settings_from, subcommands
+
+if TYPE_CHECKING:  # imported where used: `chatflow --help` must not pay for them
+    from ..keys import Keys
+    from ..redis_client import Client
+
+T = TypeVar("T")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,8 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "CHATFLOW_ENCRYPTION_KEYS", cmd_rotate)
 
 
-def _run(args: argparse.Namespace, action: Callable[[Any, Any], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
+def _run(args: argparse.Namespace, action: Callable[[Client, Keys], Awaitable[T]]) -> T:
+    async def go() -> T:
         client, keys = client_for(settings_from(args))
         try:
             return await action(client, keys)
@@ -51,7 +57,7 @@ def _run(args: argparse.Namespace, action: Callable[[Any, Any], Awaitable[Any]])
 def cmd_create(args: argparse.Namespace) -> int:
     from ..controlplane.apikeys import check_workspace, create_api_key, list_workspaces
 
-    async def create(client: Any, keys: Any) -> tuple[str, str]:
+    async def create(client: Client, keys: Keys) -> tuple[str, str]:
         check_workspace(args.workspace)  # a malformed name is refused before anything is said
         existing = await list_workspaces(client, keys)
         if args.workspace not in existing:  # SPEC: a new workspace is made; say so, not quietly

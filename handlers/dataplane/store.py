@@ -33,7 +33,7 @@ from chatflow.schemas.wire import DeadLetter
 
 from ..keys import COMMANDS_GROUP, STEPS_GROUP, Keys
 from ..redaction import SecretIndex
-from ..redis_client import Client, Command, send_all
+from ..redis_client import Client, Command, Pipeline, send_all
 
 log = structlog.get_logger("chatflow.store")
 
@@ -133,7 +133,7 @@ class LuaScript:
         # the latter, yet routes a queued EVALSHA by its keys (all in one slot: one node).
         return ("EVALSHA", self.sha, len(keys), *keys, *args)
 
-    def queue(self, pipe: Any, keys: list[str], args: list[Any]) -> None:
+    def queue(self, pipe: Pipeline, keys: list[str], args: list[Any]) -> None:
         pipe.execute_command(*self.command(keys, args))
 
 

@@ -25,7 +25,7 @@ id.
 
 Secrets never reach a span: no header is recorded, URLs and messages are masked as the run
 history masks them (``chatflow.runtime.masking``, with the workspace's stored secret values),
-and a URL's user and password are dropped.
+and a URL's user and password are dropped (``span_url``, beside the history's rules).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from chatflow.runtime.masking import mask_text
+from chatflow.runtime.masking import mask_text, span_url
 from chatflow.runtime.state import LogEntry, LogOutline, OutlineDetail, outline_of
 from chatflow.schemas.wire import ToolExecutionStreamEvent
 from chatflow_agent.otel import model_call_attributes
@@ -59,27 +59,13 @@ _EXECUTION_ID, _COMMAND_ID, _ROOT_ID, _CHILD_ID = (wire.key(f"chatflow.{name}") 
 Spans = list[bytes]  # a request's spans, each written by ``wire.span``
 
 
-def masked_url(url: str, secrets: Sequence[str] = ()) -> str:
-    """``url`` as a span may hold it (``url.full``): masked as the history masks it
-    (secret-named query parameters such as ``sig``, stored secret values), and without its
-    user or password at all."""
-    text = mask_text(url, secrets)
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return text
-    if "@" not in parts.netloc:
-        return text
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
-
-
 def _http_attributes(detail: OutlineDetail, secrets: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     method, url, status = detail.method, detail.url, detail.status
     if isinstance(method, str):
         out["http.request.method"] = method.upper()[:16]
     if isinstance(url, str) and url:
-        out["url.full"] = masked_url(url, secrets)
+        out["url.full"] = span_url(url, secrets)
         try:
             parts = urlsplit(url)
             if parts.hostname:
@@ -326,4 +312,4 @@ def _contact(log: Sequence[LogOutline], root_id: str) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-__all__ = ["HTTP_BLOCKS", "RetryEvent", "SpanBuilder", "Spans", "masked_url", "retry_events"]
+__all__ = ["HTTP_BLOCKS", "RetryEvent", "SpanBuilder", "Spans", "retry_events"]

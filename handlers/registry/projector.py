@@ -10,14 +10,16 @@ reflects the whole log. ``chatflow registry rebuild`` rewrites them all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
 
 from chatflow.runtime.registry import Ref, RegistryState, workspace_of
 from chatflow.runtime.registry.records import record_bytes
+from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.views import (
+    Decrypt,
     agent_cache,
     credential_cache,
     credential_view,
@@ -28,7 +30,7 @@ from chatflow.runtime.registry.views import (
 )
 
 from ..keys import Keys
-from ..redis_client import Client
+from ..redis_client import Client, Pipeline
 from .crypto import SecretBox
 from .errors import Invalid
 
@@ -88,7 +90,7 @@ class Projector:
             pipe.set(k.registry_projected, last_id)
             await pipe.execute()
 
-    def _secrets(self, pipe: Any, state: RegistryState, listed: set[str]) -> None:
+    def _secrets(self, pipe: Pipeline, state: RegistryState, listed: set[str]) -> None:
         """Each workspace's stored secret values, as one set (``Keys.workspace_secrets``):
         what every recorder masks wherever it appears (handlers/redaction.py). Rewritten
         whole when a server or credential changed; a workspace left with none loses its set."""
@@ -113,7 +115,7 @@ class Projector:
             pipe.delete(self.keys.workspace_secrets(gone))
             pipe.srem(index, gone)
 
-    def _tool(self, pipe: Any, state: RegistryState, tool_id: str) -> None:
+    def _tool(self, pipe: Pipeline, state: RegistryState, tool_id: str) -> None:
         k = self.keys
         tool = state.tools.get(tool_id)
         if tool_id not in state.published:
@@ -124,16 +126,17 @@ class Projector:
         else:
             pipe.hset(k.registry_view("tools"), tool_id, _json(tool_view(tool)))
 
-    def _server(self, pipe: Any, state: RegistryState, server_id: str) -> None:
+    def _server(self, pipe: Pipeline, state: RegistryState, server_id: str) -> None:
         self._cached(pipe, "servers", server_id, self.keys.server(server_id),
                      state.servers.get(server_id), server_cache, server_view)
 
-    def _credential(self, pipe: Any, state: RegistryState, cred_id: str) -> None:
+    def _credential(self, pipe: Pipeline, state: RegistryState, cred_id: str) -> None:
         self._cached(pipe, "credentials", cred_id, self.keys.llm_credential(cred_id),
                      state.credentials.get(cred_id), credential_cache, credential_view)
 
-    def _cached(self, pipe: Any, view: str, item_id: str, cache_key: str, item: Any,
-                cache: Any, view_of: Any) -> None:
+    def _cached(self, pipe: Pipeline, view: str, item_id: str, cache_key: str,
+                item: Record | None, cache: Callable[[Record, Decrypt], Record],
+                view_of: Callable[[Record], Record]) -> None:
         """A record's runtime cache key (secrets decrypted) and its row in the API's view."""
         if item is None:
             pipe.delete(cache_key)

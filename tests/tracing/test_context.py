@@ -23,7 +23,8 @@ from chatflow.handlers.operations.logging import (
     use_tracing,
 )
 from chatflow.handlers.operations.tracing import Tracing, sampler_of, visit_span_id
-from chatflow.handlers.projections.spans import masked_url, retry_events
+from chatflow.handlers.projections.spans import retry_events
+from chatflow.runtime.masking import span_url
 from chatflow.runtime.state import ExecState, RootInfo, decode_log, state_encoder
 from chatflow.schemas.wire import ExecuteToolAction, ExecuteToolCommand
 from tests.harness import Harness
@@ -227,8 +228,8 @@ def test_log_lines_inside_a_sampled_block_carry_its_trace_and_span_ids() -> None
 
 
 def test_span_urls_are_masked_as_the_history_masks_them() -> None:
-    masked = masked_url("https://user:pw@api.example.com/v1?api_key=s3cr3t&q=1&sig=abc&k=stor3dvalue#x",
-                        secrets=("stor3dvalue",))
+    masked = span_url("https://user:pw@api.example.com/v1?api_key=s3cr3t&q=1&sig=abc&k=stor3dvalue#x",
+                      secrets=("stor3dvalue",))
     assert "user" not in masked and "pw@" not in masked and "s3cr3t" not in masked
     assert "abc" not in masked and "stor3dvalue" not in masked
     assert "q=1" in masked and masked.startswith("https://api.example.com/v1?")
