@@ -136,6 +136,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"tool {args.id}: version {args.n} published again as version "
               f"{done['publishedVersion']} ({done['publishedToolId']}); published tools "
               f"that call it: {callers}")
+        tests = done["tests"]
+        if tests["passed"] or tests["failed"]:
+            print(f"saved test cases: {tests['passed']} passed, {tests['failed']} failed"
+                  + (" (rolled back anyway: forced)" if tests["forced"] else ""))
         return 0
 
     return run_ops(args, lambda ops: rollback_gated(
