@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,15 @@ class Services:
                    HeldConnections(settings, keys, client), secrets,
                    VersionOps(tools), CaseOps(registry, CaseLimits.of(settings)),
                    CaseRunner(registry, inline, history, secrets), history)
+
+    async def gate_held(self, actor: str, workspace: str, tool_id: str
+                        ) -> AbstractAsyncContextManager[Any]:
+        """A publish or a rollback runs the tool's saved cases first, which makes it a long
+        request: held like a test run. A tool without cases holds nothing."""
+        await self.registry.catch_up()
+        if self.registry.state.cases.get(tool_id):
+            return self.held.hold(actor, workspace)
+        return nullcontext()
 
     async def close(self) -> None:
         await self.inline.aclose()

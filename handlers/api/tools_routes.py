@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from typing import Annotated, Any
 
 import structlog
@@ -174,11 +173,7 @@ async def publish_tool(svc: Svc, grant: Authorized, tool_id: str,
     """409 ``tests_failed`` lists the failing cases; ``force: true`` publishes anyway and
     keeps them, with the ``note``, in the version."""
     body = body or PublishIn()
-    await svc.registry.catch_up()
-    # Saved cases make it a long request (they run first): held like a test run.
-    held = (svc.held.hold(grant.actor, grant.workspace) if svc.registry.state.cases.get(tool_id)
-            else nullcontext())
-    async with held:
+    async with await svc.gate_held(grant.actor, grant.workspace, tool_id):
         return await publish_gated(svc.tools, svc.case_runner, tool_id, version=body.version,
                                    note=body.note, force=body.force, scope=grant.scope)
 

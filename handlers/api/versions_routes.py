@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
+from ..registry.gate import rollback_gated
 from ..registry.models import RollbackIn
 from ..registry.versions import parse_side
 from .auth import Caller
@@ -45,11 +46,15 @@ async def diff_versions(
     return await svc.versions.diff(tool_id, left, parse_side(to), scope=who.scope)
 
 
-@router.post("/tools/{tool_id}/rollback", responses=answers(404, 409),
-             summary="Publish version n's definition again, as the next version")
+@router.post("/tools/{tool_id}/rollback", responses=answers(404, 409, 429),
+             summary="Publish version n's definition again, as the next version, if the "
+                     "saved test cases pass on it")
 async def rollback(svc: Svc, grant: Authorized, tool_id: str,
                    body: RollbackIn) -> dict[str, Any]:
+    """A rollback is a publish: 409 ``tests_failed`` lists the cases that fail on version
+    n; ``force: true`` rolls back anyway and keeps them, with the ``note``, in the version."""
     old = await svc.versions.get(tool_id, body.version, scope=grant.scope)
     refuse_unresolved_references(svc, grant, old["definition"])
-    return await svc.versions.rollback(tool_id, body.version, note=body.note,
-                                       scope=grant.scope)
+    async with await svc.gate_held(grant.actor, grant.workspace, tool_id):
+        return await rollback_gated(svc.versions, svc.case_runner, tool_id, body.version,
+                                    note=body.note, force=body.force, scope=grant.scope)

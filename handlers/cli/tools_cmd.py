@@ -9,7 +9,7 @@ from typing import Any
 from chatflow.runtime.registry.diff import render
 from chatflow.runtime.registry.views import tool_view
 
-from ..registry.gate import publish_gated
+from ..registry.gate import publish_gated, rollback_gated
 from ..registry.models import ToolCreate, ToolPatch
 from ..registry.versions import parse_side
 from .common import subcommands
@@ -53,11 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument("a", metavar="A")
     c.add_argument("b", metavar="B")
     add_workspace_flag(c)
-    c = cmd("rollback", "publish version N's definition again, as the next version",
-            cmd_rollback)
+    c = cmd("rollback", "publish version N's definition again, as the next version, if its "
+            "saved test cases pass on it", cmd_rollback)
     c.add_argument("id")
     c.add_argument("n", metavar="N", type=int)
     c.add_argument("--note", help="why (kept in the new version)")
+    c.add_argument("--force", action="store_true", help="roll back past failing test cases")
     add_workspace_flag(c)
 
 
@@ -135,7 +136,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"tool {args.id}: version {args.n} published again as version "
               f"{done['publishedVersion']} ({done['publishedToolId']}); published tools "
               f"that call it: {callers}")
+        tests = done["tests"]
+        if tests["passed"] or tests["failed"]:
+            print(f"saved test cases: {tests['passed']} passed, {tests['failed']} failed"
+                  + (" (rolled back anyway: forced)" if tests["forced"] else ""))
         return 0
 
-    return run_ops(args, lambda ops: ops.versions.rollback(args.id, args.n, note=args.note,
-                                                           scope=scope_of(args)), show)
+    return run_ops(args, lambda ops: rollback_gated(
+        ops.versions, ops.case_runner(), args.id, args.n, note=args.note, force=args.force,
+        scope=scope_of(args)), show)

@@ -56,10 +56,12 @@ class PublishIn(_In):
 
 
 class RollbackIn(_In):
-    """``POST /tools/:id/rollback``: publish version ``version`` again as a new version."""
+    """``POST /tools/:id/rollback``: publish version ``version`` again as a new version;
+    ``force`` rolls back past saved test cases that fail on it (a publish's rule)."""
 
     version: int = Field(ge=1)
     note: str | None = Field(default=None, max_length=2000)
+    force: bool = False
 
 
 class HeaderIn(_In):

@@ -3,9 +3,10 @@
 A version is the ``tool.published`` event that made it (``runtime.registry.state``), so it
 never changes. A rollback publishes version n's definition again as a new version (its
 ``rollbackOf`` is n): the number only grows, the log says who rolled back and why (its
-note), and the publishedToolId flows call stays the same. It runs the publish checks (the
-servers, credentials and tools it calls must still be there), not the saved test cases: it
-brings back what ran before, at once.
+note), and the publishedToolId flows call stays the same. A rollback is a publish: it runs
+the publish checks (the servers, credentials and tools it calls must still be there) and,
+through :func:`handlers.registry.gate.rollback_gated`, the tool's saved test cases against
+version n's definition, refused or forced as a publish is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from chatflow.runtime.registry.views import tool_view
 from .errors import Conflict, Invalid, NotFound
 from .log import Append
 from .scope import SHELL, Scope
-from .tools import ToolOps, get_tool, publish_event
+from .tools import Gate, ToolOps, get_tool, publish_event
 
 Side = int | str  # a version number, or "draft"
 
@@ -43,6 +44,22 @@ def _version(state: RegistryState, tool_id: str, number: int, text: str | None =
 def callers(state: RegistryState, tool_id: str) -> list[Record]:
     """The published tools that call this one: what a rollback changes under them."""
     return [{"id": c["id"], "name": c.get("name", "")} for c in state.callers_of(tool_id)]
+
+
+def republishable(state: RegistryState, tool_id: str, number: int, scope: Scope) -> Record:
+    """Version ``number`` of the tool, if it may be published again: the tool is not in the
+    trash and what the version calls is still there."""
+    tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
+    if tool.get("deletedAt"):
+        raise Conflict(f"tool {tool_id!r} is in the trash; restore it before rolling "
+                       "back", code="in_trash")
+    old = _version(state, tool_id, number)
+    problems = check_draft(state, tool_id, old["definition"], scope.workspace)
+    if problems:
+        raise Invalid(f"version {number} of tool {tool_id!r} cannot be published "
+                      f"again: {len(problems)} problem(s)", problems=problems,
+                      code="invalid_definition")
+    return old
 
 
 def parse_side(text: str) -> Side:
@@ -93,22 +110,18 @@ class VersionOps:
                 **diff_definitions(definition(left), definition(right))}
 
     async def rollback(self, tool_id: str, number: int, *, note: str | None = None,
-                       scope: Scope = SHELL) -> Record:
-        """Publish version ``number``'s definition as the tool's next version."""
+                       scope: Scope = SHELL, gate: Gate | None = None) -> Record:
+        """Publish version ``number``'s definition as the tool's next version. ``gate``:
+        what the saved test cases said of it (:func:`handlers.registry.gate.rollback_gated`)."""
         def build(state: RegistryState) -> Append:
             tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
-            if tool.get("deletedAt"):
-                raise Conflict(f"tool {tool_id!r} is in the trash; restore it before rolling "
-                               "back", code="in_trash")
-            old = _version(state, tool_id, number)
-            problems = check_draft(state, tool_id, old["definition"], scope.workspace)
-            if problems:
-                raise Invalid(f"version {number} of tool {tool_id!r} cannot be published "
-                              f"again: {len(problems)} problem(s)", problems=problems,
-                              code="invalid_definition")
+            old = republishable(state, tool_id, number, scope)
             pt = (tool.get("publishedTool") or {}).get("id") or old["publishedToolId"]
-            return publish_event(state, tool, pt, old["definition"], note, scope,
+            item = publish_event(state, tool, pt, old["definition"], note, scope,
                                  rollbackOf=number)
+            if gate is not None:
+                gate.hold(state, item)
+            return item
 
         await self.registry.commit(build, scope)
         state = self.registry.state

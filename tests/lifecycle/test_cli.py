@@ -54,6 +54,29 @@ async def test_versions_diff_and_rollback_from_the_command_line(api: Api, shell:
     assert missing.code == 2 and "no version 9" in missing.err
 
 
+async def test_chatflow_tools_rollback_runs_the_saved_cases_on_that_version(
+        api: Api, shell: Shell) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-r", "definition": scripted("one")})
+    await api.ok("POST", "/tools/t-r/publish")
+    await api.ok("PATCH", "/tools/t-r", json={"definition": scripted("two")})
+    await api.ok("POST", "/tools/t-r/publish")
+    await api.ok("POST", "/tools/t-r/tests", 201, json={
+        "id": "two", "name": "says two", "expect": {"result": "two"}})
+    refused = await shell("tools", "rollback", "t-r", "1", "--note", "back")
+    assert refused.code == 2 and "1 of 1 saved test case(s) fail" in refused.err
+    assert (await api.ok("GET", "/tools/t-r"))["publishedVersion"] == 2
+    forced = await shell("tools", "rollback", "t-r", "1", "--force", "--note", "two is wrong")
+    assert forced.code == 0, forced.err
+    assert forced.out.splitlines()[1] == (
+        "saved test cases: 0 passed, 1 failed (rolled back anyway: forced)")
+    latest = (await api.ok("GET", "/tools/t-r/versions"))["versions"][0]
+    assert (latest["version"], latest["rollbackOf"], latest["note"], latest["forced"]) == (
+        3, 1, "two is wrong", {"failed": ["two"]})
+    passing = await shell("tools", "rollback", "t-r", "2")
+    assert passing.code == 0, passing.err
+    assert passing.out.splitlines()[1] == "saved test cases: 1 passed, 0 failed"
+
+
 async def test_chatflow_test_runs_the_workspaces_cases_and_writes_junit(
         api: Api, shell: Shell, tmp_path: Path) -> None:
     await api.ok("POST", "/tools", 201, json={"id": "t-good", "name": "Good",

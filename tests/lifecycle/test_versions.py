@@ -114,3 +114,41 @@ async def test_a_rollback_names_the_callers_and_refuses_what_cannot_publish(api:
     await api.fails("POST", "/tools/t-child/rollback", 404, json={"version": 7})
     await api.fails("POST", "/tools/t-child/rollback", 400, json={"version": 0})
     await api.fails("POST", "/tools/t-child/rollback", 400, json={"version": 1, "extra": 1})
+
+
+async def test_a_rollback_is_gated_by_the_saved_cases_like_a_publish(api: Api) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-g", "definition": version(1)})
+    await api.ok("POST", "/tools/t-g/publish", json={"note": "v1"})
+    await publish(api, "t-g", version(2), "v2 says v2")
+    await api.ok("POST", "/tools/t-g/tests", 201, json={"id": "says-v2", "name": "says v2",
+                                                        "expect": {"result": "v2"}})
+    refused = await api.fails("POST", "/tools/t-g/rollback", 409,
+                              json={"version": 1, "note": "back"})
+    assert refused["error"] == "tests_failed" and (refused["passed"], refused["failed"]) == (0, 1)
+    (failure,) = refused["failures"]
+    assert failure["id"] == "says-v2" and failure["result"] == "v1"  # version 1 ran, not the draft
+    assert (await api.ok("GET", "/tools/t-g/versions"))["current"] == 2  # nothing published
+    # The same refusal, body for body, as a publish of that definition.
+    await api.ok("PATCH", "/tools/t-g", json={"definition": version(1)})
+    as_publish = await api.fails("POST", "/tools/t-g/publish", 409, json={})
+    assert set(as_publish) == set(refused)
+    assert ({k: v for k, v in as_publish["failures"][0].items() if k != "executionId"}
+            == {k: v for k, v in failure.items() if k != "executionId"})
+
+    editor = api.as_key(await api.new_key(role="editor"))
+    forced = await editor.post("/tools/t-g/rollback", json={"version": 1, "force": True,
+                                                            "note": "v2 breaks billing"})
+    assert forced.status_code == 200, forced.text
+    done = forced.json()
+    assert done["publishedVersion"] == 3
+    assert done["tests"] == {"passed": 0, "failed": 1, "forced": True}
+    kept = await api.ok("GET", "/tools/t-g/versions/3")
+    assert (kept["note"], kept["forced"], kept["rollbackOf"]) == (
+        "v2 breaks billing", {"failed": ["says-v2"]}, 1)
+    assert kept["definition"] == version(1)
+    await editor.aclose()
+
+    passing = await api.ok("POST", "/tools/t-g/rollback", json={"version": 2})
+    assert passing["publishedVersion"] == 4
+    assert passing["tests"] == {"passed": 1, "failed": 0, "forced": False}
+    assert not passing["rolledBack"].get("forced")

@@ -21,7 +21,7 @@ DEFINITION_FIELDS = {"definition", "block", "blocks"}
 # What starts an execution from a route: the inline runner (test runs), a fork, a publish
 # (a published tool is what commands run), a rollback, saved test cases.
 STARTS = re.compile(r"\.inline\.run\(|start_fork\(|\.publish\(|publish_gated\(|\.rollback\(|"
-                    r"run_cases\(")
+                    r"rollback_gated\(|run_cases\(")
 
 
 def _fields(annotation: Any) -> set[str]:

@@ -1,7 +1,8 @@
 """The tool's life in the Studio: the Versions panel (two versions compared on the canvas, a
-rollback that names the callers), "Save as test case" on a run's page, and the failing cases
-beside the Publish button (with their runs, and "Publish anyway" with a note). A real worker, a
-real run history (SQLite), Debian's Chromium; selection by role and label."""
+rollback that names the callers, a rollback the saved cases refuse and "Roll back anyway" with
+a note), "Save as test case" on a run's page, and the failing cases beside the Publish button
+(with their runs, and "Publish anyway" with a note). A real worker, a real run history
+(SQLite), Debian's Chromium; selection by role and label; axe on the refusals."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from typing import Any
 
 from tests.studio.support import Studio
+from tests.studio.test_accessibility import Audit
 from tests.studio.test_live import calling, publish
 from tests.support.http import LoopbackServer
 
@@ -145,3 +147,51 @@ async def test_a_run_saved_as_a_test_case_guards_the_publish_beside_the_button(
     await expect(versions.get_by_role("row").nth(1)).to_contain_text(
         "hotfix; case fixed next (forced past 1 failing case(s))", timeout=CASES_RUN_MS)
     assert len(http_server.requests) == hits  # the case's runs were answered by its mock
+
+
+async def test_a_rollback_the_saved_cases_refuse_is_listed_and_forced_with_a_note(
+        studio: Studio) -> None:
+    from playwright.async_api import expect
+
+    page = studio.page
+    audit = Audit(page)
+    await publish(studio, "t-r", scripted("v1"), "Rolled")
+    await studio.ok("PATCH", "/tools/t-r", json={"definition": scripted("v2")})
+    await studio.ok("POST", "/tools/t-r/publish", json={"note": "says v2"})
+    await studio.ok("POST", "/tools/t-r/tests", 201, json={"id": "v2", "name": "says v2",
+                                                           "expect": {"result": "v2"}})
+
+    await studio.sign_in()
+    await page.get_by_role("link", name="Rolled").click()
+    panel = page.get_by_role("region", name="Versions")
+    versions = panel.get_by_role("table", name="Published versions, newest first")
+    await versions.get_by_role("button", name="Roll back to v1").click()
+    dialog = page.get_by_role("dialog", name="Roll back to version 1?")
+    await dialog.get_by_label("Why (kept in the new version)").fill("v2 is wrong")
+    await dialog.get_by_role("button", name="Roll back to v1").click()
+    gate = panel.get_by_role("alert").filter(has_text="Not rolled back")
+    await expect(gate).to_contain_text("1 saved test case(s) fail on version 1 (0 pass)",
+                                       timeout=CASES_RUN_MS)
+    failing = gate.get_by_role("list", name="Failing test cases")
+    await expect(failing).to_contain_text("says v2")
+    await expect(failing.get_by_role("list", name="Differences of says v2")).to_contain_text(
+        'result: expected "v2", got "v1"')
+    await expect(versions.get_by_role("row").nth(1)).to_contain_text("v2 (live)")
+    await audit.check("a rollback refused by the saved cases")
+
+    await gate.get_by_role("button", name="Roll back anyway…").click()
+    forcing = page.get_by_role("dialog", name="Roll back to version 1 past failing test cases?")
+    note = forcing.get_by_label("Note (why roll back now)")
+    await expect(note).to_have_value("v2 is wrong")  # the note given once is offered again
+    await note.fill("v2 breaks billing; case next")
+    await audit.check("rolling back anyway")
+    await forcing.get_by_role("button", name="Roll back anyway").click()
+    await expect(panel.get_by_role("status")).to_have_text(
+        "Version 1 published again as version 3.", timeout=CASES_RUN_MS)
+    await expect(versions.get_by_role("row").nth(1)).to_contain_text(
+        "v2 breaks billing; case next (rollback to v1) (forced past 1 failing case(s))")
+    kept = await studio.ok("GET", "/tools/t-r/versions/3")
+    assert (kept["note"], kept["forced"]) == ("v2 breaks billing; case next", {"failed": ["v2"]})
+    assert audit.rules_run == 2
+    bad = [f"{state}: {v}" for state, found in audit.found.items() for v in found]
+    assert bad == [], "\n".join(bad)

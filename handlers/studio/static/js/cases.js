@@ -1,6 +1,7 @@
 // A tool's saved test cases (docs/registry.md "Test cases"): listed with what each expects and
 // what it lacks, run against the draft with the failures' differences and runs; and the publish
-// gate's refusal shown beside the Publish button, with "Publish anyway" (a note is required).
+// gate's refusal shown beside the Publish button, with "Publish anyway" (a note is required),
+// or beside a rollback (a rollback is a publish), with "Roll back anyway".
 import { api, ApiError } from "./api.js";
 import { confirmDialog } from "./dialog.js";
 import { button, field, h } from "./dom.js";
@@ -24,21 +25,27 @@ function failure(c) {
     h("ul", { "aria-label": `Differences of ${c.name || c.id}` }, (c.differences || []).map((d) => h("li", {}, difference(d)))));
 }
 
+/** What the gate's refusal says of a publish of the draft (`gateFailures`' `words`). */
+export const PUBLISH_WORDS = { not: "Not published", on: "this draft", force: "Publish anyway",
+  title: "Publish past failing test cases?", reason: "Note (why publish now)" };
+
 /**
- * The gate's 409 as a list beside Publish; `force(note)` publishes anyway.
- * @param {ApiError} err @param {{force?: (note: string) => void}} options
+ * The gate's 409 as a list beside Publish (or a rollback: `words`); `force(note)` goes ahead
+ * anyway, with a note (`note`: the one it starts with).
+ * @param {ApiError} err
+ * @param {{force?: (note: string) => void, words?: typeof PUBLISH_WORDS, note?: string}} options
  */
-export function gateFailures(err, { force } = {}) {
+export function gateFailures(err, { force, words = PUBLISH_WORDS, note = "" } = {}) {
   const body = err.body || {};
   const failures = body.failures || [];
   return h("div", { class: "error gate", role: "alert" },
-    h("p", {}, `Not published: ${failures.length} saved test case(s) fail on this draft (${body.passed || 0} pass).`),
+    h("p", {}, `${words.not}: ${failures.length} saved test case(s) fail on ${words.on} (${body.passed || 0} pass).`),
     h("ul", { "aria-label": "Failing test cases" }, failures.map(failure)),
-    force ? button("Publish anyway…", async () => {
-      const note = await confirmDialog({ title: "Publish past failing test cases?",
+    force ? button(`${words.force}…`, async () => {
+      const why = await confirmDialog({ title: words.title,
         body: [h("p", {}, `${failures.length} case(s) fail. The version keeps them and your note.`)],
-        confirm: "Publish anyway", danger: true, reason: "Note (why publish now)" });
-      if (note !== null) force(note);
+        confirm: words.force, danger: true, reason: words.reason, reasonValue: note });
+      if (why !== null) force(why);
     }) : null);
 }
 

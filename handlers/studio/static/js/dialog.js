@@ -1,11 +1,12 @@
 // A modal confirmation (<dialog>, so focus is trapped and Esc cancels) that says what an action
-// breaks, optionally asking for a reason. Resolves to the reason ("" when none is asked) or null.
+// breaks, optionally asking for a reason (``reasonValue``: what it starts with). Resolves to the
+// reason ("" when none is asked) or null.
 import { h } from "./dom.js";
 
-export function confirmDialog({ title, body = [], confirm = "Confirm", danger = false, reason = null }) {
+export function confirmDialog({ title, body = [], confirm = "Confirm", danger = false, reason = null, reasonValue = "" }) {
   return new Promise((resolve) => {
     const heading = h("h2", { id: "dlg-h" }, title);
-    const reasonInput = reason ? h("input", { type: "text", name: "reason", id: "dlg-reason", required: true }) : null;
+    const reasonInput = reason ? h("input", { type: "text", name: "reason", id: "dlg-reason", required: true, value: reasonValue }) : null;
     const form = h("form", { method: "dialog" },
       heading, body,
       reasonInput ? h("div", { class: "field" }, h("label", { for: "dlg-reason" }, reason), reasonInput) : null,

@@ -1,9 +1,12 @@
 // A tool's published versions (docs/registry.md "Versions"): who published each and why, two
 // versions (or the draft) compared on a read-only canvas with the blocks added, changed and
 // removed marked, and a rollback that names the published tools calling this one before it
-// goes. A panel of the builder page (js/builder/panels.js): versionsPanel(env).
+// goes. A rollback is a publish: the saved test cases run on the version first, and their
+// failures refuse it as they refuse a publish, with "Roll back anyway…" (js/cases.js).
+// A panel of the builder page (js/builder/panels.js): versionsPanel(env).
 import { api, ApiError } from "./api.js";
 import { createCanvas } from "./canvas.js";
+import { gateFailures } from "./cases.js";
 import { confirmDialog } from "./dialog.js";
 import { blocksOf } from "./graph.js";
 import { button, field, h, table, when } from "./dom.js";
@@ -112,19 +115,23 @@ function drawDiff(box, { def, marks }) {
   canvas.fit();
 }
 
-/** Asks first (naming the callers, asking why), then publishes version ``number`` again. */
-async function rollBack(toolId, data, number) {
+/** Asks first (naming the callers), and for a note: null when the user cancels. */
+function askRollback(data, number) {
   const next = (data.versions[0] ? data.versions[0].version : 0) + 1;
-  const note = await confirmDialog({
+  return confirmDialog({
     title: `Roll back to version ${number}?`,
-    body: [h("p", {}, `Version ${number}'s definition is published again, as version ${next}. The draft is not changed.`),
+    body: [h("p", {}, `Version ${number}'s definition is published again, as version ${next}, once its saved test cases pass. The draft is not changed.`),
       data.callers.length
         ? [h("p", {}, "These published tools call this one and run the rolled-back version from their next command:"),
           h("ul", { "aria-label": "Callers" }, data.callers.map((c) => h("li", {}, `${c.name} (${c.id})`)))]
         : h("p", {}, "No published tool calls this one.")],
     confirm: `Roll back to v${number}`, danger: true, reason: "Why (kept in the new version)" });
-  if (note === null) return null;
-  return api("POST", `/tools/${enc(toolId)}/rollback`, { version: number, note });
+}
+
+/** What the gate's refusal of a rollback says (js/cases.js `gateFailures`). */
+function rollbackWords(number) {
+  return { not: "Not rolled back", on: `version ${number}`, force: "Roll back anyway",
+    title: `Roll back to version ${number} past failing test cases?`, reason: "Note (why roll back now)" };
 }
 
 /**
@@ -142,20 +149,26 @@ export function versionsPanel(env) {
   let data = { versions: [], callers: [], current: null };
   async function load() {
     data = await api("GET", `/tools/${enc(toolId)}/versions`);
-    listBox.replaceChildren(versionTable(data, rw ? rollback : null));
+    listBox.replaceChildren(versionTable(data, rw ? (n) => rollback(n) : null));
     compare.offer(data.versions);
   }
-  async function rollback(number) {
+  /** Publishes version ``number`` again (``force``: past failing cases, with ``note``). */
+  async function rollback(number, force = false, note = null) {
+    if (note === null) note = await askRollback(data, number);
+    if (note === null) return;
+    out.replaceChildren();
     try {
-      const done = await rollBack(toolId, data, number);
-      if (done === null) return;
+      const done = await api("POST", `/tools/${enc(toolId)}/rollback`, { version: number, note, ...(force ? { force } : {}) });
       out.replaceChildren(h("p", { class: "ok", role: "status" },
         `Version ${number} published again as version ${done.publishedVersion}.`));
       for (const fn of env.published || []) fn(done);
       ctx.say(`Rolled back to version ${number}.`);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      out.replaceChildren(refusal(err));
+      // The gate's failing cases and their runs, as beside Publish; forcing asks for a note.
+      out.replaceChildren(err.body.error === "tests_failed"
+        ? gateFailures(err, { force: (why) => rollback(number, true, why), words: rollbackWords(number), note })
+        : refusal(err));
     }
   }
   if (env.published) env.published.push(() => { load().catch(() => {}); });
