@@ -160,15 +160,17 @@ def announce_egress(settings: Settings) -> None:
 
 
 NO_ENCRYPTION_KEY = (
-    "CHATFLOW_ENCRYPTION_KEY is not set: secret headers and LLM keys cannot be saved (the API "
-    "answers 400 encryption_key_missing). Set it to 64 hex characters (`openssl rand -hex 32` "
-    "makes some), the same on every API server and worker; `chatflow up` makes and keeps one "
-    "in its data dir.")
+    "Neither CHATFLOW_ENCRYPTION_KEY nor CHATFLOW_ENCRYPTION_KEYS is set: secret headers and "
+    "LLM keys cannot be saved (the API answers 400 encryption_key_missing). Set "
+    "CHATFLOW_ENCRYPTION_KEY to 64 hex characters (`openssl rand -hex 32` makes some), the "
+    "same on every API server and worker (CHATFLOW_ENCRYPTION_KEYS, the current key first, "
+    "while rotating); `chatflow up` makes and keeps one in its data dir.")
 
 
 def warn_without_encryption_key(settings: Settings) -> None:
-    """One warning at start when no key is configured, saying how to set one."""
-    if not settings.encryption_key:
+    """One warning at start when no key is configured (by either variable), saying how to
+    set one."""
+    if not settings.encryption_key_list():
         import structlog
 
         structlog.get_logger("chatflow.cli").warning(NO_ENCRYPTION_KEY)

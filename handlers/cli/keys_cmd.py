@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = sub.add_parser("keys", help="API keys: create, list, revoke")
+    keys = sub.add_parser("keys", help="API keys (create, list, revoke); rotate-encryption of secrets")
     cmd = subcommands(keys, "keys_command")
     create = cmd("create", "a new key; prints the token alone on the last line", cmd_create)
     create.add_argument("--workspace", required=True, help="[a-z0-9-]{1,40}; created if new")

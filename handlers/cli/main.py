@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("transfer_cmd", "write a workspace's tools, servers and credentials to files"),
     "import": ("transfer_cmd", "apply exported files to a workspace, after showing the plan"),
     "servers": ("servers_cmd", "integration servers and their endpoints"),
-    "keys": ("keys_cmd", "API keys: create, list, revoke"),
+    "keys": ("keys_cmd", "API keys (create, list, revoke); rotate-encryption of secrets"),
     "mcp": ("mcp_cmd", "serve a workspace's AI tools to MCP clients (stdio or HTTP)"),
 }
 

@@ -158,7 +158,7 @@ def shell_url(url: str, server: EmbeddedServer | None) -> str:
 
 def cmd_up(args: argparse.Namespace) -> int:
     from ..controlplane.examples import publish_examples
-    from ..operations.embedded import EmbeddedServer, private_dir, read_or_make_encryption_key
+    from ..operations.embedded import EmbeddedServer, private_dir
     from ..operations.logging import configure_logging
     from ..operations.serving import STOP_SIGNALS, api_root, serve_with_worker, serve_workers
     from ..redis_client import redact
@@ -188,11 +188,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         # the URL from the Settings object it is handed.
         settings = settings.model_copy(update={"redis_url": url})
     announce_egress(settings)
-    if not settings.encryption_key:  # CHATFLOW_ENCRYPTION_KEY wins; else up's own, kept
-        encryption_key, key_file = read_or_make_encryption_key(Path(args.data_dir).resolve())
-        settings = settings.model_copy(update={"encryption_key": encryption_key})
-        print(f"encryption key for secret headers and LLM keys in {key_file} (mode 0600; "
-              "back it up: what is saved with it cannot be read without it)", file=sys.stderr)
+    settings, key_file = up_encryption_key(settings, Path(args.data_dir).resolve())
     try:
         if not args.no_examples:
             names = asyncio.run(publish_examples(settings, url))
@@ -210,6 +206,23 @@ def cmd_up(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     return 0
+
+
+def up_encryption_key(settings: Settings, data_dir: Path) -> tuple[Settings, Path | None]:
+    """The keys ``up`` encrypts with, and the file of its own key when that is used.
+
+    The environment wins: CHATFLOW_ENCRYPTION_KEY, or CHATFLOW_ENCRYPTION_KEYS, which lists
+    every key wanted (the rotation runbook puts the file's key there as the older one). The
+    file is not added beside KEYS, or the old key could never be removed (docs/operations.md,
+    "Rotating the encryption key"). Else up's own key, made once and kept in the data dir."""
+    from ..operations.embedded import read_or_make_encryption_key
+
+    if settings.encryption_key_list():
+        return settings, None
+    encryption_key, key_file = read_or_make_encryption_key(data_dir)
+    print(f"encryption key for secret headers and LLM keys in {key_file} (mode 0600; "
+          "back it up: what is saved with it cannot be read without it)", file=sys.stderr)
+    return settings.model_copy(update={"encryption_key": encryption_key}), key_file
 
 
 @dataclass(frozen=True, slots=True)

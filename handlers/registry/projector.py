@@ -5,6 +5,11 @@ slots); they converge instead. A writer always projects from a state caught up
 with the whole log, then reads the log again, and projects again if it moved
 (:meth:`handlers.registry.Registry.catch_up`): the last projection written always
 reflects the whole log. ``chatflow registry rebuild`` rewrites them all.
+
+During a key rotation (docs/operations.md) a process not yet restarted may meet a secret
+written under a key it does not hold. It cannot know the value, and a process that holds the
+key has already projected it, so it keeps what is there: that secret's cached value and the
+workspace's masking entries are left as they are (:data:`KEPT`), not blanked.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from chatflow.runtime.registry import Ref, RegistryState, workspace_of
 from chatflow.runtime.registry.records import record_bytes
 from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.views import (
-    Decrypt,
     agent_cache,
     credential_cache,
     credential_view,
@@ -36,6 +40,9 @@ from .errors import Invalid
 
 log = structlog.get_logger("chatflow.registry")
 VIEWS = ("tools", "servers", "credentials")
+# What decrypting gives for a secret under a key this process does not hold: replaced by the
+# value already cached at the same place (a NUL cannot be in a header or an API key).
+KEPT = "\0kept"
 
 
 def _text(value: bytes | str) -> str:
@@ -46,16 +53,40 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _keep(new: Any, old: Any) -> Any:
+    """``new`` with each :data:`KEPT` replaced by what ``old`` holds at the same place."""
+    if new == KEPT:
+        return old if isinstance(old, str) else ""
+    if isinstance(new, dict):
+        prev = old if isinstance(old, dict) else {}
+        return {key: _keep(value, prev.get(key)) for key, value in new.items()}
+    return new
+
+
+def _has_kept(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_kept(v) for v in value.values())
+    return bool(value == KEPT)
+
+
 class Projector:
     def __init__(self, client: Client, keys: Keys, box: SecretBox) -> None:
         self.client = client
         self.keys = keys
         self.box = box
+        self._unknown_keys: set[str] = set()  # warned about once each
 
     def _decrypt(self, token: str) -> str:
         try:
             return self.box.decrypt(token)
         except Invalid as exc:
+            if exc.code == "secret_key_unknown":
+                key = SecretBox.key_of(token) or ""
+                if key not in self._unknown_keys:
+                    self._unknown_keys.add(key)
+                    log.warning("a stored secret is under a key this process does not hold: "
+                                "its cached value and masking entry are kept", key_id=key)
+                return KEPT
             log.warning("secret left empty in a cache projection", reason=exc.code)
             return ""
 
@@ -64,6 +95,7 @@ class Projector:
         refs = set(refs)
         secrets = any(kind in ("server", "credential") for kind, _ in refs)
         listed = await self.client.smembers(k.workspace_secrets_index) if secrets else set()
+        caches = await self._caches(state, refs)
         async with self.client.pipeline(transaction=False) as pipe:
             for kind, ident in sorted(set(refs)):
                 if kind == "tool":
@@ -76,9 +108,11 @@ class Projector:
                     else:
                         pipe.set(k.tool(ident), record_bytes(record))
                 elif kind == "server":
-                    self._server(pipe, state, ident)
+                    self._cached(pipe, "servers", ident, k.server(ident),
+                                 state.servers.get(ident), caches, server_view)
                 elif kind == "credential":
-                    self._credential(pipe, state, ident)
+                    self._cached(pipe, "credentials", ident, k.llm_credential(ident),
+                                 state.credentials.get(ident), caches, credential_view)
                 elif kind == "agent":
                     cache = agent_cache(state, ident)
                     if cache is None:
@@ -107,9 +141,10 @@ class Projector:
         index = self.keys.workspace_secrets_index
         for workspace, values in by_workspace.items():
             key = self.keys.workspace_secrets(workspace)
-            pipe.delete(key)
-            if values - {""}:
-                pipe.sadd(key, *sorted(values - {""}))
+            if KEPT not in values:  # else merged into the set: it holds what this cannot read
+                pipe.delete(key)
+            if values - {"", KEPT}:
+                pipe.sadd(key, *sorted(values - {"", KEPT}))
             pipe.sadd(index, workspace)
         for gone in listed - set(by_workspace):  # its last server or credential was deleted
             pipe.delete(self.keys.workspace_secrets(gone))
@@ -126,23 +161,31 @@ class Projector:
         else:
             pipe.hset(k.registry_view("tools"), tool_id, _json(tool_view(tool)))
 
-    def _server(self, pipe: Pipeline, state: RegistryState, server_id: str) -> None:
-        self._cached(pipe, "servers", server_id, self.keys.server(server_id),
-                     state.servers.get(server_id), server_cache, server_view)
-
-    def _credential(self, pipe: Pipeline, state: RegistryState, cred_id: str) -> None:
-        self._cached(pipe, "credentials", cred_id, self.keys.llm_credential(cred_id),
-                     state.credentials.get(cred_id), credential_cache, credential_view)
+    async def _caches(self, state: RegistryState, refs: set[Ref]) -> dict[str, Any]:
+        """The runtime cache of each server and credential in ``refs`` (secrets decrypted);
+        a secret this process cannot read keeps the value already cached."""
+        out: dict[str, Any] = {}
+        for kind, ident in refs:
+            if kind == "server" and ident in state.servers:
+                out[self.keys.server(ident)] = server_cache(state.servers[ident], self._decrypt)
+            elif kind == "credential" and ident in state.credentials:
+                out[self.keys.llm_credential(ident)] = credential_cache(
+                    state.credentials[ident], self._decrypt)
+        for key, cache in out.items():
+            if _has_kept(cache):
+                raw = await self.client.get(key)
+                out[key] = _keep(cache, json.loads(raw) if raw else None)
+        return out
 
     def _cached(self, pipe: Pipeline, view: str, item_id: str, cache_key: str,
-                item: Record | None, cache: Callable[[Record, Decrypt], Record],
+                item: Record | None, caches: dict[str, Any],
                 view_of: Callable[[Record], Record]) -> None:
-        """A record's runtime cache key (secrets decrypted) and its row in the API's view."""
+        """A record's runtime cache key (from :meth:`_caches`) and its row in the API's view."""
         if item is None:
             pipe.delete(cache_key)
             pipe.hdel(self.keys.registry_view(view), item_id)
             return
-        pipe.set(cache_key, _json(cache(item, self._decrypt)))
+        pipe.set(cache_key, _json(caches[cache_key]))
         pipe.hset(self.keys.registry_view(view), item_id, _json(view_of(item)))
 
     async def clear_views(self) -> None:

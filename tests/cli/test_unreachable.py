@@ -21,8 +21,9 @@ IN_A_PROCESS = [["worker"], ["exec", "--tool", "pt-x"], ["tail", "--contact", "c
 IN_PROCESS = [["stats"], ["executions"], ["cancel", "0-abc"], ["replay", "0-abc"],
               ["tools", "list"], ["servers", "list"], ["registry", "rebuild"],
               ["projections", "run"], ["keys", "list"], ["up", "--no-api", "--no-examples"],
-              ["test"], ["export", "unreachable-export"],
-              ["tools", "versions", "t-x"]]
+              ["test"], ["export", "unreachable-export"], ["import", "FOLDER"],
+              ["tools", "versions", "t-x"], ["tools", "diff", "t-x", "1", "2"],
+              ["tools", "rollback", "t-x", "1"], ["keys", "rotate-encryption"]]
 
 
 def check_line(err: str, port: int, name: str) -> None:
@@ -50,9 +51,12 @@ def test_the_long_running_and_everyday_commands_say_in_one_line_that_valkey_is_n
 
 @pytest.mark.parametrize("argv", IN_PROCESS, ids=" ".join)
 def test_every_other_command_says_the_same(argv: list[str], monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+                                           capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
     port = free_port()
+    argv = [str(tmp_path) if a == "FOLDER" else a for a in argv]  # import reads a folder first
     monkeypatch.setenv("REDIS_URL", f"redis://app:s3cret-pw@127.0.0.1:{port}/0")
+    monkeypatch.setenv("CHATFLOW_ENCRYPTION_KEYS", "ab" * 32)  # rotate-encryption needs one
     monkeypatch.setattr(logging_setup, "configure_logging", lambda: None)  # keep pytest's capture
     assert main(argv) == 3
     captured = capsys.readouterr()

@@ -186,3 +186,39 @@ async def test_saved_cases_are_capped_per_tool_per_key_and_in_size(
         big = await capped.fails("POST", "/tools/t-b/tests", 400, json={
             "name": "big", "inputs": {"text": "x" * 4000}})
         assert big["error"] == "test_case_too_large"
+
+
+async def test_a_cases_variables_and_contact_id_reach_the_run(api: Api) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-v", "definition": definition(
+        ret("{{greeting}} {{who}} from {{contact.id}}"))})
+    await api.ok("POST", "/tools/t-v/tests", 201, json={
+        "id": "ctx", "name": "variables and contact", "inputs": {"who": "Ana"},
+        "variables": {"greeting": "oi"}, "contactId": "5511999",
+        "expect": {"result": "oi Ana from 5511999"}})
+    (case,) = (await api.ok("POST", "/tools/t-v/tests/run"))["cases"]
+    assert case["passed"] and case["result"] == "oi Ana from 5511999", case
+
+
+async def test_saved_cases_are_capped_per_workspace_whichever_key_made_them(
+        redis_url: str, prefix: str) -> None:
+    from tests.api.support import api_settings, running_api
+
+    settings = api_settings(redis_url, prefix, tests_max_per_workspace=2)
+    async with running_api(settings) as capped:
+        other_key = capped.as_key(await capped.new_key(role="editor"))
+        other_workspace = capped.as_key(await capped.new_key(workspace="w2", role="admin"))
+        for client, tool_id in ((capped.http, "t-w"), (other_workspace, "t-w2")):
+            made = await client.post("/tools", json={"id": tool_id,
+                                                     "definition": definition(ret())})
+            assert made.status_code == 201, made.text
+        await capped.ok("POST", "/tools/t-w/tests", 201, json={"name": "one"})
+        second = await other_key.post("/tools/t-w/tests", json={"name": "two"})
+        assert second.status_code == 201, second.text
+        full = await other_key.post("/tools/t-w/tests", json={"name": "three"})
+        assert full.status_code == 409, full.text
+        assert full.json()["error"] == "too_many_test_cases"
+        assert "PER_WORKSPACE" in full.json()["message"]
+        elsewhere = await other_workspace.post("/tools/t-w2/tests", json={"name": "w2's own"})
+        assert elsewhere.status_code == 201, elsewhere.text  # another workspace's count
+        await other_key.aclose()
+        await other_workspace.aclose()

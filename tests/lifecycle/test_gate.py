@@ -89,3 +89,27 @@ async def test_an_editor_forces_a_publish_past_failing_cases_with_a_note(
     assert version["note"] == "hotfix, case next" and version["forced"] == {"failed": ["empty"]}
     assert http_server.requests == []
     await editor.aclose()
+
+
+async def test_a_case_saved_from_a_successful_run_expects_its_result_and_passes(
+        both: tuple[Harness, Api], http_server: LoopbackServer) -> None:
+    h, api = both
+    http_server.route("GET", "/people", {"items": [{"name": "Ana"}]})
+    await api.ok("POST", "/tools", 201, json={"id": "t-ok",
+                                              "definition": first_name(http_server.base, FIXED)})
+    pt = (await api.ok("POST", "/tools/t-ok/publish"))["publishedToolId"]
+    done = await h.run(pt, inputs={"q": "ana", "token": "t"})
+    assert done.ok and done.result == "Ana", done
+    assert h.workers[0].history is not None
+    await h.workers[0].history.wait_caught_up()
+    hits = len(http_server.requests)
+
+    saved = await api.ok("POST", f"/executions/{done.executionId}/test-case", 201,
+                         json={"name": "finds Ana"})
+    assert saved["expect"] == {"result": "Ana"}
+    assert saved["mocks"]["h"]["body"] == {"items": [{"name": "Ana"}]}
+    report = await api.ok("POST", "/tools/t-ok/tests/run")
+    assert (report["passed"], report["failed"]) == (1, 0), report["cases"]
+    published = await api.ok("POST", "/tools/t-ok/publish", json={"note": "guarded"})
+    assert published["tests"] == {"passed": 1, "failed": 0, "forced": False}
+    assert len(http_server.requests) == hits  # the case ran on its mock

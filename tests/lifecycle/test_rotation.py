@@ -12,7 +12,7 @@ from chatflow.handlers.registry import Registry
 from chatflow.handlers.registry.crypto import SecretBox, new_key
 from chatflow.handlers.registry.log import Append
 from tests.api.support import ENCRYPTION_KEY as OLD
-from tests.api.support import Api
+from tests.api.support import Api, api_settings, running_api
 from tests.harness import Harness
 from tests.lifecycle.conftest import Shell
 from tests.registry.defs import call_endpoint, definition, ret
@@ -78,9 +78,15 @@ async def test_after_a_rotation_the_old_key_goes_and_secret_headers_still_reach_
 
     new = new_key()
     only_new = {"CHATFLOW_ENCRYPTION_KEY": new}
-    # Without the old key, what it wrote cannot be read: the projection loses the secrets.
-    assert (await shell("registry", "rebuild", env=only_new)).code == 0
+    # Without the old key, what it wrote cannot be read. A secret that names its key keeps
+    # the value cached by a process that held it (with a warning naming that key); one from
+    # before key ids cannot say whose it is, and is left empty.
+    early = await shell("registry", "rebuild", env=only_new)
+    assert early.code == 0
+    assert f"key_id={old_id}" in early.out + early.err
     cached = json.loads(await api.client.get(api.keys.server("srv-r")) or b"{}")
+    assert cached["headers"]["Authorization"] == SECRET
+    cached = json.loads(await api.client.get(api.keys.server("srv-old")) or b"{}")
     assert cached["headers"]["Authorization"] == ""
 
     rotated = await shell("keys", "rotate-encryption",
@@ -108,5 +114,29 @@ async def test_after_a_rotation_the_old_key_goes_and_secret_headers_still_reach_
     sent = [r for r in http_server.requests if r.path == "/who"]
     assert [r.headers.get("authorization") for r in sent] == [SECRET, LEGACY]
     assert sent[0].headers["x-api-key"] == EP_SECRET
-    for text in (rotated.out, rotated.err, again.out):
+    for text in (early.out, early.err, rotated.out, rotated.err, again.out):
         assert "rotate-me" not in text and "legacy-7f3e" not in text
+
+
+async def test_a_process_not_yet_restarted_keeps_a_secret_written_under_the_new_key(
+        redis_url: str, prefix: str) -> None:
+    """Step 1 of the runbook: API processes restart one by one with KEYS=<new>,<old>. One
+    still on the old key alone cannot read what a restarted one wrote; it must leave that
+    secret's cached value and the workspace's masking set as they are, not blank them."""
+    new = new_key()
+    restarted = api_settings(redis_url, prefix, encryption_key=None,
+                             encryption_keys=f"{new},{OLD}")
+    async with running_api(restarted) as first, running_api(
+            api_settings(redis_url, prefix)) as second:
+        await first.ok("POST", "/integration-servers", 201, json={
+            "id": "srv-mid", "name": "Mid", "baseUrl": "http://127.0.0.1:9",
+            "headers": [{"name": "Authorization", "value": SECRET, "secret": True}]})
+        cache = first.keys.server("srv-mid")
+        masking = first.keys.workspace_secrets("default")
+        assert (await first.get_key(cache))["headers"] == {"Authorization": SECRET}
+        assert await first.client.smembers(masking) == {SECRET.encode()}
+
+        await second.ok("GET", "/integration-servers/srv-mid")  # catches up, projects
+
+        assert (await second.get_key(cache))["headers"] == {"Authorization": SECRET}
+        assert await second.client.smembers(masking) == {SECRET.encode()}

@@ -174,3 +174,30 @@ async def test_a_round_trip_into_a_fresh_chatflow_up_gives_the_same_definitions_
         assert called.status_code == 200 and called.json()["body"] == {"name": "eve"}
     sent = http_server.requests[hits]
     assert sent.headers["authorization"] == SECRET and sent.headers["x-api-key"] == EP_SECRET
+
+
+async def test_export_of_one_workspace_writes_only_its_objects(
+        api: Api, shell: Shell, tmp_path: Path) -> None:
+    await api.ok("POST", "/tools", 201, json={"id": "t-home", "definition": definition(ret())})
+    await api.ok("POST", "/integration-servers", 201, json={
+        "id": "srv-home", "name": "Home", "baseUrl": "http://127.0.0.1:9"})
+    w2 = api.as_key(await api.new_key(workspace="w2", role="admin"))
+    try:
+        for path, body in (("/tools", {"id": "t-w2", "definition": definition(ret())}),
+                           ("/integration-servers", {"id": "srv-w2", "name": "W2",
+                                                     "baseUrl": "http://127.0.0.1:9"}),
+                           ("/llm-credentials", {"id": "cred-w2", "name": "L", "apiKey": "sk-w2"})):
+            made = await w2.post(path, json=body)
+            assert made.status_code == 201, made.text
+    finally:
+        await w2.aclose()
+
+    def written(out: Path) -> list[str]:
+        return sorted(str(p.relative_to(out)) for p in out.rglob("*.json"))
+
+    ran = await shell("export", str(tmp_path / "w2"), "--workspace", "w2")
+    assert ran.code == 0, ran.err
+    assert written(tmp_path / "w2") == ["credentials/cred-w2.json", "servers/srv-w2.json",
+                                        "tools/t-w2.json"]
+    assert (await shell("export", str(tmp_path / "home"))).code == 0  # default: "default"
+    assert written(tmp_path / "home") == ["servers/srv-home.json", "tools/t-home.json"]
