@@ -5,6 +5,8 @@ nothing, one probe after the cooldown closes it again. State shared through Valk
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 
 from chatflow.handlers.dataplane.edge import circuit_view
@@ -13,7 +15,7 @@ from chatflow.runtime.origins import origin_of
 from chatflow.schemas.edge import CircuitBreakerPolicy
 from tests.core.tools import http, ret, to, tool
 from tests.harness import Harness
-from tests.support.http import LoopbackServer
+from tests.support.http import LoopbackServer, Reply, Request, json_reply
 
 from .support import Counting, endpoint_tool, put_server
 
@@ -85,6 +87,63 @@ async def test_a_failed_probe_opens_the_circuit_again(
     refused = await harness.run("pt")
     assert refused.error is not None and refused.error.code == "circuit_open"
     assert len(upstream.times) == 4
+
+
+TWO = {"failureThreshold": 2, "windowMs": 10_000, "cooldownMs": 60_000}
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on: bound, then closed (a connection is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_refused_connections_open_the_circuit(harness: Harness) -> None:
+    await put_server(harness, "srv-refused", f"http://127.0.0.1:{_closed_port()}",
+                     circuitBreaker=TWO)
+    await harness.put_tool("pt", endpoint_tool("srv-refused"))
+    codes = [(await harness.run("pt")).error for _ in range(3)]
+    assert [e.code if e else None for e in codes] == ["http_error", "http_error",
+                                                      "circuit_open"], codes
+    assert codes[2] is not None and "serverId=srv-refused (2 falhas" in codes[2].message
+    circuit = await circuit_view(harness.client, harness.keys, "srv-refused",
+                                 CircuitBreakerPolicy.model_validate(TWO))
+    assert (circuit["state"], circuit["failures"]) == ("open", 2), circuit
+
+
+class Hanging:
+    """Never answers while the test runs (released at its end); counts the requests."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+        self.release = threading.Event()
+
+    def __call__(self, request: Request) -> Reply:
+        self.arrived += 1
+        self.release.wait(30)
+        return json_reply({"late": True})
+
+
+async def test_a_hanging_upstream_opens_the_circuit_through_its_timeouts(
+        redis_url: str, prefix: str, http_server: LoopbackServer) -> None:
+    upstream = Hanging()
+    http_server.route("GET", "/hang", upstream)
+    origins = json.dumps({http_server.base: {"circuitBreaker": TWO}})
+    h = Harness(redis_url, prefix, origin_limits=origins)
+    try:
+        await h.start_worker()
+        await h.put_tool("pt", tool("h", http("h", http_server.base + "/hang", to("r"),
+                                              timeoutMs=500), ret("r", "ok")))
+        results = [await h.run("pt") for _ in range(3)]
+    finally:
+        upstream.release.set()
+        await h.close()
+    assert [r.error.code if r.error else None for r in results] == [
+        "http_timeout", "http_timeout", "circuit_open"], results
+    assert all(r.durationMs >= 500 for r in results[:2]), results  # each waited its timeout
+    assert results[2].durationMs < 500, results[2]  # the third did not...
+    assert upstream.arrived == 2  # ...and reached nothing
 
 
 async def test_an_origin_s_circuit_guards_plain_http_calls(
