@@ -297,7 +297,7 @@ class Settings(BaseSettings):
         out: dict[str, OriginLimits] = {}
         for written, spec in raw.items():
             origin = origin_of(str(written))
-            if not origin:
+            if not origin.startswith(("http://", "https://")):  # ftp://x parses, as ftp://x:0
                 raise ConfigurationError(f"CHATFLOW_ORIGIN_LIMITS: {written!r} is not an "
                                          "http(s) origin (https://host[:port])")
             try:

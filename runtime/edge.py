@@ -29,12 +29,24 @@ from chatflow.schemas.edge import (
 )
 
 from .errors import ErrorCode, ToolFailure
-from .outbound import MAX_REDIRECTS, Outbound, Reply
+from .outbound import MAX_REDIRECTS, CutShort, Outbound, Reply
 from .retry import MIN_ATTEMPT_MS
 from .state import ExecState
 
-# Failures that count against a circuit: the upstream did not answer, or answered 5xx.
-_UPSTREAM_FAILURES = frozenset({"http_timeout", "http_error"})
+
+def upstream_failed(failure: ToolFailure, *, at_deadline: bool) -> bool | None:
+    """How a request that raised counts for a circuit (one answered counts when its status
+    is 5xx: :meth:`Gated.exchange`): True when the upstream failed (no connection, or no
+    answer within the block's timeout), None when the failure says nothing about the
+    upstream (a refused URL, a body over its cap, a cancelled tree...). A timeout does not
+    count when this worker cut it short: it waited for a connection of its own pool
+    (:class:`CutShort`), or its time ended at the tree's deadline (``at_deadline``). Local
+    overload, or a tree already late, must not open a healthy upstream's circuit."""
+    if failure.code == ErrorCode.HTTP_ERROR:
+        return True
+    if failure.code == ErrorCode.HTTP_TIMEOUT:
+        return None if at_deadline or isinstance(failure, CutShort) else True
+    return None
 
 
 def idempotency_key(state: ExecState) -> str:
@@ -164,32 +176,37 @@ class Gated:
     """An Outbound's ``exchange``/``send`` behind a gate: each request waits for its turn
     while the tree's deadline allows (``remaining_ms`` from now, less the time an attempt
     needs), then gets its own timeout, capped at what is left; its outcome is told to the
-    circuit."""
+    circuit. ``remaining_ms`` None: a call outside any tree (a person's Test call), whose
+    request's own timeout bounds its wait too."""
 
     def __init__(self, outbound: Outbound, gate: Gate, scope: EdgeScope,
-                 remaining_ms: int) -> None:
+                 remaining_ms: int | None) -> None:
         self.outbound = outbound
         self.gate = gate
         self.scope = scope
-        self.until = time.monotonic() + remaining_ms / 1000
+        self.deadline = None if remaining_ms is None else time.monotonic() + remaining_ms / 1000
 
     async def exchange(self, method: str, url: str, *, headers: dict[str, str],
                        content: str | bytes | None, timeout_s: float,
                        max_bytes: int | None = None, max_redirects: int = MAX_REDIRECTS,
                        secret_headers: Collection[str] = (), traced: bool = True) -> Reply:
-        budget_ms = int((self.until - time.monotonic()) * 1000) - MIN_ATTEMPT_MS
+        until = self.deadline if self.deadline is not None else time.monotonic() + timeout_s
+        budget_ms = int((until - time.monotonic()) * 1000) - MIN_ATTEMPT_MS
         ticket = await self.gate.enter(self.scope, max(0, budget_ms))
         failed: bool | None = None
+        now = time.monotonic()
+        # The request's time ends at the tree's deadline (its block capped it there, or the
+        # wait for a turn did): a timeout then is the tree's, not the upstream's.
+        at_deadline = self.deadline is not None and now + timeout_s >= self.deadline
         try:
-            left = max(0.001, min(timeout_s, self.until - time.monotonic()))
             reply = await self.outbound.exchange(
-                method, url, headers=headers, content=content, timeout_s=left,
-                max_bytes=max_bytes, max_redirects=max_redirects, secret_headers=secret_headers,
-                traced=traced)
+                method, url, headers=headers, content=content,
+                timeout_s=max(0.001, min(timeout_s, until - now)), max_bytes=max_bytes,
+                max_redirects=max_redirects, secret_headers=secret_headers, traced=traced)
             failed = reply.status >= 500
             return reply
         except ToolFailure as failure:
-            failed = True if failure.code in _UPSTREAM_FAILURES else None
+            failed = upstream_failed(failure, at_deadline=at_deadline)
             raise
         finally:
             await self.gate.leave(self.scope, ticket, failed)
@@ -215,4 +232,4 @@ class Edge:
 
 
 __all__ = ["Edge", "EdgeScope", "Gate", "Gated", "ServerEdge", "Ticket", "idempotency_key",
-           "origin_scope", "server_edge", "with_key"]
+           "origin_scope", "server_edge", "upstream_failed", "with_key"]

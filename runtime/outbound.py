@@ -116,6 +116,17 @@ def default_tls(ca_file: str | None = None) -> ssl.SSLContext:
     return context
 
 
+class CutShort(ToolFailure):
+    """Raised when a request times out (``http_timeout``) after waiting for a connection of
+    the worker's own pool (CHATFLOW_HTTP_MAX_CONNECTIONS), for all of its timeout or part of
+    it, so the upstream never had the whole timeout to answer. The block fails as with any
+    timeout; a circuit breaker does not count it against the upstream (runtime/edge.py)."""
+
+    @classmethod
+    def of(cls, failure: ToolFailure) -> CutShort:
+        return cls(failure.code, failure.message, fatal=failure.fatal)
+
+
 class CheckedResolver(AbstractResolver):
     """The pool's resolver: resolve a name, check every address, hand back only those.
 
@@ -253,6 +264,10 @@ class Outbound:
             cap = self.max_body_bytes if max_bytes is None else max_bytes
             return await self._send(method, url, headers, content, left, cap,
                                     max_redirects, secret_headers)
+        except ToolFailure as failure:
+            if waited and failure.code == ErrorCode.HTTP_TIMEOUT:
+                raise CutShort.of(failure) from failure  # the wait at the gate took its time
+            raise
         finally:
             self._gate.release()
 
@@ -262,8 +277,8 @@ class Outbound:
             async with asyncio.timeout(timeout_s):
                 await self._gate.acquire()
         except TimeoutError as exc:
-            raise ErrorCode.HTTP_TIMEOUT.failure("todas as conexões ocupadas",
-                                                 what=f"{method} {url}", seconds=timeout_s) from exc
+            raise CutShort.of(ErrorCode.HTTP_TIMEOUT.failure(
+                "todas as conexões ocupadas", what=f"{method} {url}", seconds=timeout_s)) from exc
         finally:
             self.queued -= 1
 
@@ -374,6 +389,6 @@ async def resolve(host: str, port: int, timeout_s: float | None) -> list[egress.
     return found
 
 
-__all__ = ["CheckedResolver", "Outbound", "Reply", "StillWanted", "default_tls",
+__all__ = ["CheckedResolver", "CutShort", "Outbound", "Reply", "StillWanted", "default_tls",
            "enter_sending_while", "enter_traced", "leave_sending_while", "leave_traced",
            "resolve"]

@@ -327,7 +327,7 @@ class ServerOps:
         edge = server_edge(server_id, config)
         scope = None if isinstance(edge, ToolFailure) else edge.scope(server_id, "default")
         if scope is not None:
-            sender = Gated(self.http, self._gate(), scope, self.limits.http_timeout_ms)
+            sender = Gated(self.http, self._gate(), scope, None)  # no tree, no deadline
         call = await call_endpoint(sender, config, server_id, endpoint_id, mappings,
                                    body.variables, {}, timeout_ms=self.limits.http_timeout_ms,
                                    max_chars=self.limits.max_rendered_chars)
