@@ -29,10 +29,11 @@ HOW = ("install Chromium (`apt-get install chromium`, or set CHROMIUM=/path/to/c
        "test extra (`pip install -e '.[test]'`)")
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str, how: str = HOW) -> None:
+    """Skip, saying ``how`` to get what is missing; under CI=true, fail."""
     if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests cannot run in CI: {reason}; {HOW}")
-    pytest.skip(f"{reason}: {HOW}")
+        pytest.fail(f"these tests cannot run in CI: {reason}; {how}")
+    pytest.skip(f"{reason}: {how}")
 
 
 def chromium_path() -> str | None:

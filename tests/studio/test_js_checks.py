@@ -26,7 +26,9 @@ RULE = "max-lines-per-function"
 @pytest.fixture(scope="module")
 def eslint() -> Path:
     if shutil.which("node") is None or not ESLINT.exists():
-        unavailable("ESLint is not installed (`make js-tools`; Node comes with the test extra)")
+        unavailable("ESLint is not installed",
+                    "run `make js-tools` (ESLint and TypeScript, on the Node the test extra "
+                    "installs: `pip install -e '.[test]'`)")
     return ESLINT
 
 
