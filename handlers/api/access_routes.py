@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..controlplane.apikeys import ApiKeyError, create_api_key, list_api_keys, revoke_api_key
 from ..registry.audit import audit_trail
-from ..registry.errors import Invalid, NotFound
+from ..registry.errors import ApiCode, Invalid, NotFound
 from .auth import Admin, Caller
 from .contract import answers
 from .deps import Services, services
@@ -30,7 +30,7 @@ def _ms(value: str | None, name: str) -> int | None:
     try:  # one time parser with GET /executions and chatflow executions
         return time_ms(value, name)
     except BadQuery as exc:
-        raise Invalid(str(exc), code="invalid_request") from exc
+        raise Invalid(str(exc), code=ApiCode.INVALID_REQUEST) from exc
 
 
 @router.get("/audit", summary="Who changed what in this workspace (admin)")
@@ -65,7 +65,7 @@ async def create_key(svc: Svc, who: Admin, body: KeyCreate) -> dict[str, Any]:
                                              role=body.role, name=body.name,
                                              expires_in_days=body.expiresInDays)
     except ApiKeyError as exc:
-        raise Invalid(str(exc), code="invalid_request") from exc
+        raise Invalid(str(exc), code=ApiCode.INVALID_REQUEST) from exc
     listed = {k["keyId"]: k for k in await list_api_keys(svc.client, svc.keys, who.workspace)}
     return {**listed[key_id], "token": token}
 

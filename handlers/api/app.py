@@ -28,7 +28,7 @@ from chatflow.runtime.errors import ConfigurationError
 
 from ..operations import metrics
 from ..redis_client import Client, make_client
-from ..registry import RegistryError
+from ..registry import ApiCode, RegistryError
 from ..settings import Settings
 from ..studio import mount as mount_studio
 from . import (
@@ -89,7 +89,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
             path = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
             problems.append({"path": path, "message": err.get("msg", "invalid")})
         summary = "; ".join(f"{p['path']}: {p['message']}" for p in problems[:3])
-        return JSONResponse({"error": "invalid_request", "message": f"invalid request: {summary}",
+        return JSONResponse({"error": ApiCode.INVALID_REQUEST, "message": f"invalid request: {summary}",
                              "problems": problems}, status_code=400)
 
     # The key first (no key: 401, whatever the query), then the query string (contract.py).

@@ -29,7 +29,7 @@ from chatflow.runtime.registry.validation import check_references
 from chatflow.runtime.validation import parse_definition
 from chatflow.schemas.definition import PublishedTool, ToolDefinition
 
-from ..registry.errors import Invalid, Unauthorized
+from ..registry.errors import ApiCode, Invalid, Unauthorized
 from ..registry.scope import Grant
 from .auth import Writer
 from .deps import Services, services
@@ -48,7 +48,7 @@ def check_secret(expected: str | None, given: str | None) -> None:
     """Constant-time comparison (hmac.compare_digest); 401 when missing or wrong."""
     if not expected:
         raise Unauthorized("internal routes are disabled: CHATFLOW_INTERNAL_SECRET is not set",
-                           code="internal_disabled")
+                           code=ApiCode.INTERNAL_DISABLED)
     if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
         raise Unauthorized("missing or wrong x-internal-secret header")
 
@@ -90,7 +90,7 @@ def oversized(svc: Services, raw: Any) -> None:
     cap = svc.settings.definition_max_bytes
     if size > cap:
         raise Invalid(f"definition: {size} bytes of JSON, over the {cap} that "
-                      "CHATFLOW_DEFINITION_MAX_BYTES allows", code="definition_too_large")
+                      "CHATFLOW_DEFINITION_MAX_BYTES allows", code=ApiCode.DEFINITION_TOO_LARGE)
 
 
 def refuse_unresolved_references(svc: Services, grant: Grant, raw: Any) -> None:
@@ -102,7 +102,7 @@ def refuse_unresolved_references(svc: Services, grant: Grant, raw: Any) -> None:
     problems = unresolved(svc, grant, parsed) if parsed is not None else []
     if problems:
         raise Invalid(f"the definition cannot run: {len(problems)} problem(s)",
-                      code="invalid_definition", problems=problems)
+                      code=ApiCode.INVALID_DEFINITION, problems=problems)
 
 
 def refuse_unresolved(svc: Services, grant: Grant, raw: Any) -> ToolDefinition:
@@ -110,5 +110,5 @@ def refuse_unresolved(svc: Services, grant: Grant, raw: Any) -> ToolDefinition:
     parsed, problems = problems_of(svc, grant, raw)
     if parsed is None or problems:
         raise Invalid(f"the definition cannot run: {len(problems)} problem(s)",
-                      code="invalid_definition", problems=problems)
+                      code=ApiCode.INVALID_DEFINITION, problems=problems)
     return parsed

@@ -23,7 +23,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict
 
-from ..registry.errors import Invalid
+from ..registry.errors import ApiCode, Invalid
 from .auth import authenticate
 
 
@@ -91,7 +91,7 @@ async def refuse_unknown_query(request: Request) -> None:
         hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
     noun = "parameter" if len(unknown) == 1 else "parameters"
     raise Invalid(f"unknown query {noun} {', '.join(hints)} for {request.method} "
-                  f"{request.url.path}: {takes}", code="invalid_request",
+                  f"{request.url.path}: {takes}", code=ApiCode.INVALID_REQUEST,
                   problems=[f"query.{name}: not a query parameter of this route"
                             for name in unknown])
 

@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..registry.errors import Invalid
+from ..registry.errors import ApiCode, Invalid
 from ..studio import scope
 from .auth import Caller, Writer
 from .contract import answers
@@ -39,7 +39,7 @@ CONTACT_ID = r"^[^\s/]{1,200}$"
 def _contact(contact_id: str) -> str:
     if not re.match(CONTACT_ID, contact_id):
         raise Invalid("contactId: 1 to 200 characters, no spaces or slashes",
-                      code="invalid_contact")
+                      code=ApiCode.INVALID_CONTACT)
     return contact_id
 
 
@@ -84,7 +84,7 @@ def start_cursor(last_event_id: str | None, after: str | None) -> str:
     cursor = last_event_id or after or "$"
     if cursor != "$" and not STREAM_ID.match(cursor):
         raise Invalid("Last-Event-ID / after: a stream entry id like 1700000000000-0",
-                      code="invalid_event_id")
+                      code=ApiCode.INVALID_EVENT_ID)
     return cursor
 
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chatflow.runtime.state import ExecState
 
 from ..dataplane.trees import cancel_execution
-from ..registry.errors import Conflict, Invalid, NotFound, RegistryError
+from ..registry.errors import ApiCode, Conflict, Invalid, NotFound, RegistryError
 from ..registry.scope import Grant
 from ..studio.scope import tree_workspace
 from .auth import Caller, Writer
@@ -71,7 +71,7 @@ class HistoryUnavailable(RegistryError):
     """Raised when the run history is not configured or its database cannot answer (503)."""
 
     status = 503
-    code = "history_unavailable"
+    code = ApiCode.HISTORY_UNAVAILABLE
 
 
 def _history(svc: Services) -> Any:
@@ -159,7 +159,7 @@ async def execution_history(svc: Svc, who: Caller, execution_id: str) -> dict[st
     if run is None:
         raise NotFound(f"no run {execution_id!r} in the history (not finished yet, pruned "
                        "after CHATFLOW_HISTORY_RUN_RETENTION_S, or never existed)",
-                       code="execution_not_found")
+                       code=ApiCode.EXECUTION_NOT_FOUND)
     run.update(await _trace_of(svc, who.workspace, run))
     return run
 
@@ -193,12 +193,12 @@ async def execution_events(svc: Svc, who: Caller, execution_id: str) -> dict[str
     try:
         report = await replay_execution(svc.client, svc.keys, execution_id)
     except ValueError as exc:  # an id that names no partition
-        raise NotFound(f"no execution {execution_id!r}", code="execution_not_found") from exc
+        raise NotFound(f"no execution {execution_id!r}", code=ApiCode.EXECUTION_NOT_FOUND) from exc
     if report.trace and tree_workspace(report.trace) != who.workspace:
         report.trace.clear()  # another workspace's execution reads exactly like a missing one
     if not report.trace:
         raise NotFound(f"no event log for execution {execution_id!r} (expired after "
-                       "CHATFLOW_STATE_TTL_S, or never existed)", code="execution_not_found")
+                       "CHATFLOW_STATE_TTL_S, or never existed)", code=ApiCode.EXECUTION_NOT_FOUND)
     return {"executionId": execution_id, "events": msgspec.to_builtins(report.trace),
             "replay": {"executions": report.executions, "transitions": report.transitions,
                        "firstDifference": None if report.first is None else str(report.first)}}
@@ -231,7 +231,7 @@ async def fork_execution(svc: Svc, grant: Authorized, execution_id: str, body: F
     run = await get_run(_history(svc), grant.workspace, execution_id)
     if run is None:
         raise NotFound(f"no run {execution_id!r} in the history (forks start from finished "
-                       "runs)", code="execution_not_found")
+                       "runs)", code=ApiCode.EXECUTION_NOT_FOUND)
     definition: dict[str, Any] | None = None
     if body.definition == "draft":
         tool = svc.registry.state.tool_in(str(run["toolId"]), grant.workspace)

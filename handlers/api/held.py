@@ -22,7 +22,7 @@ import anyio
 
 from ..keys import Keys
 from ..redis_client import Client, make_client
-from ..registry.errors import RegistryError
+from ..registry.errors import ApiCode, RegistryError
 from ..settings import Settings
 
 # A held stream renews its lease with every heartbeat (handlers/api/debug_routes.py), well
@@ -51,7 +51,7 @@ class TooManyHeld(RegistryError):
     API process may (429)."""
 
     status = 429
-    code = "too_many_held"
+    code = ApiCode.TOO_MANY_HELD
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from chatflow.runtime.errors import tool_not_found
+from chatflow.runtime.errors import ErrorCode, tool_not_found
 
 from ..registry.errors import NotFound
 from .authorization import authorize_internal, for_internal
@@ -37,7 +37,7 @@ async def execute(svc: Svc, body: InternalExecute) -> dict[str, Any]:
     parsed = svc.inline.definitions.parse(body.publishedToolId, raw)
     if raw is None:
         missing = tool_not_found(body.publishedToolId)  # the contract's row, as a run says it
-        raise NotFound(missing.message, code=missing.code)
+        raise NotFound(missing.message, code=ErrorCode.TOOL_NOT_FOUND)
     published = parsed if not isinstance(parsed, tuple) else parsed[0]
     run = await svc.inline.run(published, grant=for_internal(published), inputs=body.inputs,
                                variables={})

@@ -13,6 +13,8 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..registry.errors import ApiCode
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
@@ -31,7 +33,7 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+async def _refuse(send: Send, status: int, code: ApiCode, message: str) -> None:
     body = json.dumps({"error": code, "message": message,
                        "problems": [{"path": "body", "message": message}]}).encode()
     await send({"type": "http.response.start", "status": status,
@@ -56,7 +58,7 @@ class RequestLimits:
         declared = headers.get(b"content-length", b"").decode("latin-1")
         too_big = f"the request body is larger than {self.max_body} bytes"
         if declared.isdecimal() and int(declared) > self.max_body:
-            await _refuse(send, 413, "body_too_large", too_big)
+            await _refuse(send, 413, ApiCode.BODY_TOO_LARGE, too_big)
             return
         chunks: list[bytes] = []
         size = 0
@@ -68,7 +70,7 @@ class RequestLimits:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await _refuse(send, 413, "body_too_large", too_big)
+                await _refuse(send, 413, ApiCode.BODY_TOO_LARGE, too_big)
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -76,7 +78,7 @@ class RequestLimits:
         kind = headers.get(b"content-type", b"")
         # FastAPI may parse a body without a content type as JSON too.
         if (not kind or b"json" in kind) and json_depth(body) > self.max_depth:
-            await _refuse(send, 400, "invalid_request",
+            await _refuse(send, 400, ApiCode.INVALID_REQUEST,
                           f"the JSON body nests deeper than {self.max_depth} levels")
             return
         await self.app(scope, _replay(body, receive), send)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
-from ..registry.errors import Invalid
+from ..registry.errors import ApiCode, Invalid
 from ..registry.models import (
     AdhocEndpointTest,
     CredentialCreate,
@@ -121,10 +121,10 @@ async def spec_text(request: Request) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Invalid("the OpenAPI spec must be UTF-8 text", code="invalid_openapi") from exc
+        raise Invalid("the OpenAPI spec must be UTF-8 text", code=ApiCode.INVALID_OPENAPI) from exc
     if not text.strip():
         raise Invalid("send the OpenAPI spec as the request body (YAML or JSON)",
-                      code="invalid_openapi")
+                      code=ApiCode.INVALID_OPENAPI)
     if "json" in request.headers.get("content-type", ""):
         try:
             data = json.loads(text)

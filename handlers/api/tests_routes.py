@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..keys import origin_of
 from ..registry.case_models import CaseIn, FromRun, RunCases
-from ..registry.errors import Invalid, NotFound
+from ..registry.errors import ApiCode, Invalid, NotFound
 from ..registry.recorded import case_from_run
 from ..registry.tools import get_tool
 from .auth import Caller, Writer
@@ -98,7 +98,7 @@ async def case_from_execution(svc: Svc, who: Writer, execution_id: str,
         raise HistoryUnavailable(f"the run history cannot answer: {exc.__class__.__name__}"
                                  ) from exc
     if root is None:
-        raise NotFound(f"no run {execution_id!r} in the history", code="execution_not_found")
+        raise NotFound(f"no run {execution_id!r} in the history", code=ApiCode.EXECUTION_NOT_FOUND)
     tool_id = _tool_of(svc, str(root["publishedToolId"]), who.workspace)
     data, notes = case_from_run(root, runs, body.name or f"from run {execution_id[:18]}")
     try:

@@ -13,7 +13,7 @@ from chatflow.runtime.registry import workspace_of
 from chatflow.schemas.definition import PublishedTool
 
 from ..projections.metrics import tool_metrics
-from ..registry.errors import Invalid
+from ..registry.errors import ApiCode, Invalid
 from ..registry.gate import publish_gated
 from ..registry.inline import single_block_definition
 from ..registry.models import PublishIn, ToolCreate, ToolPatch
@@ -130,7 +130,7 @@ async def test_block(svc: Svc, grant: Authorized, body: TestBlock) -> dict[str, 
     parsed, problems = problems_of(svc, grant, data)
     if parsed is None or problems:
         prefix = f"definition.blocks.{data['onboardingBlockId']}."
-        raise Invalid("the block cannot run", code="invalid_block",
+        raise Invalid("the block cannot run", code=ApiCode.INVALID_BLOCK,
                       problems=[p.replace(prefix, "block.", 1) for p in problems])
     published = PublishedTool(id="test-block", toolId="test-block", definition=parsed)
     async with svc.held.hold(grant.actor, grant.workspace):

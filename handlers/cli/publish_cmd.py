@@ -139,7 +139,7 @@ def _refuse(header: str, problems: list[str]) -> int:
 
 
 async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
-    from ..registry import Conflict, Registry
+    from ..registry import ApiCode, Conflict, Registry
     from ..registry.crypto import SecretBox
     from ..registry.gate import publish_gated
     from ..registry.inline import InlineRunner
@@ -167,7 +167,7 @@ async def _publish(args: argparse.Namespace, release: ToolRelease) -> str:
         await client.aclose()
     if outcome == "in_trash":
         raise Conflict(f"tool {release.tool_id!r} is in the trash: nothing published (restore "
-                       f"it with `chatflow tools restore {release.tool_id}`)", code="in_trash")
+                       f"it with `chatflow tools restore {release.tool_id}`)", code=ApiCode.IN_TRASH)
     return outcome
 
 

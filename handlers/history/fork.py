@@ -30,6 +30,7 @@ from chatflow.schemas.wire import ExecuteToolCommand
 from ..keys import FORK_PREFIX, Keys, origin_of
 from ..redaction import MASK
 from ..redis_client import Client
+from ..registry.errors import ApiCode
 from ..registry.scope import Grant
 
 MAX_NAMED = 10  # masked places named in one refusal; the rest are counted
@@ -39,7 +40,7 @@ class ForkRefused(ChatflowError):
     """Raised when a fork cannot start: a block the run never reached, a bad definition, a
     secret the record only holds masked."""
 
-    def __init__(self, message: str, code: str = "invalid") -> None:
+    def __init__(self, message: str, code: ApiCode = ApiCode.INVALID) -> None:
         super().__init__(message)
         self.code = code
 
@@ -100,7 +101,7 @@ def refuse_masked(variables: dict[str, Any], definition: dict[str, Any] | None,
         raise ForkRefused(
             f"variables {_named(masked)} hold values masked when the run was recorded "
             "(secrets are never stored in the history): pass their real values in "
-            "`variables`", code="fork_needs_secrets")
+            "`variables`", code=ApiCode.FORK_NEEDS_SECRETS)
     if definition is not None and isinstance(definition.get("blocks"), dict):
         ahead = reachable(definition["blocks"], from_block)
         blocks = sorted(b for b in ahead if masked_places(definition["blocks"][b]))
@@ -109,7 +110,7 @@ def refuse_masked(variables: dict[str, Any], definition: dict[str, Any] | None,
                 f"the definition as this run used it was recorded with secret values masked "
                 f"(blocks {_named(blocks)}): fork with `definition` \"draft\" (the tool's "
                 "current draft) or a JSON definition that carries them",
-                code="fork_needs_secrets")
+                code=ApiCode.FORK_NEEDS_SECRETS)
 
 
 def variables_at(steps: list[dict[str, Any]], block_id: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ See docs/registry.md. The pure part (folding, views, validation) is
 ``runtime.registry``.
 """
 
-from .errors import Conflict, Invalid, NotFound, RegistryError
+from .errors import ApiCode, Conflict, Invalid, NotFound, RegistryError
 from .registry import Registry
 
-__all__ = ["Conflict", "Invalid", "NotFound", "Registry", "RegistryError"]
+__all__ = ["ApiCode", "Conflict", "Invalid", "NotFound", "Registry", "RegistryError"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from .errors import Invalid
+from .errors import ApiCode, Invalid
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -62,7 +62,7 @@ class SecretBox:
     def _need_key(self) -> bytes:
         if not self._keys:
             raise Invalid(f"secrets need an encryption key: set {KEY_ENV} (64 hex chars) "
-                          "on the API server", code="encryption_key_missing")
+                          "on the API server", code=ApiCode.ENCRYPTION_KEY_MISSING)
         return self._keys[0]
 
     def encrypt(self, plain: str) -> str:
@@ -88,7 +88,7 @@ class SecretBox:
                 raise Invalid(f"a stored secret was written with key {parts[0]}, which is not "
                               f"among the configured keys ({KEYS_ENV}, {KEY_ENV}): keep the "
                               "old key listed until `chatflow keys rotate-encryption` ran",
-                              code="secret_key_unknown")
+                              code=ApiCode.SECRET_KEY_UNKNOWN)
             return _decrypt(key, parts[1], parts[2])
         if len(parts) == 2:
             for key in self._keys:  # written before key ids: whichever key reads it
@@ -98,7 +98,7 @@ class SecretBox:
                     continue
         raise Invalid("a stored secret cannot be decrypted with the configured keys "
                       f"(is {KEY_ENV} or {KEYS_ENV} the one it was written with?)",
-                      code="secret_undecryptable")
+                      code=ApiCode.SECRET_UNDECRYPTABLE)
 
 
 def _decrypt(key: bytes, iv_hex: str, cipher_hex: str) -> str:
@@ -110,7 +110,7 @@ def _decrypt(key: bytes, iv_hex: str, cipher_hex: str) -> str:
     except (ValueError, UnicodeDecodeError) as exc:
         raise Invalid("a stored secret cannot be decrypted with this key "
                       f"(is {KEY_ENV} the one it was written with?)",
-                      code="secret_undecryptable") from exc
+                      code=ApiCode.SECRET_UNDECRYPTABLE) from exc
 
 
 def _parse_key(key: str | bytes) -> bytes:
@@ -128,7 +128,7 @@ def _parse_key(key: str | bytes) -> bytes:
             raw = b""
     if len(raw) != 32:
         raise Invalid(f"{KEY_ENV} and each of {KEYS_ENV} must be 32 bytes: 64 hex chars or "
-                      "base64", code="encryption_key_invalid")
+                      "base64", code=ApiCode.ENCRYPTION_KEY_INVALID)
     return raw
 
 

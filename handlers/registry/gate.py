@@ -18,7 +18,7 @@ from typing import Any
 from chatflow.runtime.registry import RegistryState
 from chatflow.runtime.registry.validation import check_publish
 
-from .errors import Conflict, Invalid
+from .errors import ApiCode, Conflict, Invalid
 from .log import Append
 from .scope import SHELL, Grant, Scope
 from .testcases import CaseRunner
@@ -38,7 +38,7 @@ class CasesHeld:
         now = state.cases_version.get(self.tool_id, 0)
         if now != self.cases_version:
             raise Conflict(f"the test cases of tool {self.tool_id!r} changed while they ran; "
-                           "publish again", code="tests_changed")
+                           "publish again", code=ApiCode.TESTS_CHANGED)
         item.expect[f"tests:{self.tool_id}"] = str(now)
         if self.forced is not None:
             item.event["forced"] = self.forced
@@ -63,7 +63,7 @@ async def _judge(cases: CaseRunner, tool_id: str, held: CasesHeld, *, scope: Sco
     if failed and not force:
         raise Conflict(f"{refused}: {len(failed)} of {len(report['cases'])} saved test "
                        f"case(s) fail ({advice})",
-                       code="tests_failed", failures=failed, passed=report["passed"],
+                       code=ApiCode.TESTS_FAILED, failures=failed, passed=report["passed"],
                        failed=report["failed"])
     if failed:
         summary["forced"] = True
@@ -92,7 +92,7 @@ async def publish_gated(tools: ToolOps, cases: CaseRunner, tool_id: str, *,
         problems = check_publish(state, tool_id)  # a draft that cannot publish says so first
         if problems:
             raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
-                          problems=problems, code="invalid_definition")
+                          problems=problems, code=ApiCode.INVALID_DEFINITION)
         summary, held = await _judge(cases, tool_id, held, scope=scope, force=force,
                                      refused=f"tool {tool_id!r} was not published",
                                      advice="fix the draft, or publish with force and a note")

@@ -27,7 +27,7 @@ from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.validation import call_targets
 
 from .case_models import CaseIn
-from .errors import Invalid, RegistryError
+from .errors import ApiCode, Invalid, RegistryError
 from .gate import publish_gated
 from .models import (
     CredentialCreate,
@@ -124,7 +124,7 @@ class Importer:
             if set(value) == {"secret"} and isinstance(value["secret"], str):
                 if value["secret"] not in self.secrets:
                     raise Invalid(f"{where}: set {value['secret']} in the environment (only "
-                                  "CHATFLOW_SECRET_* names are read)", code="secret_missing")
+                                  "CHATFLOW_SECRET_* names are read)", code=ApiCode.SECRET_MISSING)
                 return self.secrets[value["secret"]]
             return {k: self._resolve(v, where) for k, v in value.items()}
         if isinstance(value, list):

@@ -14,7 +14,7 @@ from typing import Any
 
 from chatflow.runtime.registry.openapi import OpenApiError, SpecLimits, parse_openapi
 
-from .errors import Invalid, RegistryError
+from .errors import ApiCode, Invalid, RegistryError
 
 # Imports parsed at once per process: more wait is not worth it, they are refused.
 _PARALLEL = threading.BoundedSemaphore(2)
@@ -24,7 +24,7 @@ class ImportBusy(RegistryError):
     """Raised when the process is already parsing as many specs as it allows (429)."""
 
     status = 429
-    code = "import_busy"
+    code = ApiCode.IMPORT_BUSY
 
 
 async def parse_spec(text: str, limits: SpecLimits | None = None) -> list[dict[str, Any]]:
@@ -45,7 +45,7 @@ async def parse_spec(text: str, limits: SpecLimits | None = None) -> list[dict[s
             return await asyncio.to_thread(work)
     except TimeoutError as exc:
         raise Invalid(f"the OpenAPI spec cannot be imported: parsing took longer than "
-                      f"{limits.timeout_s:g}s", code="invalid_openapi") from exc
+                      f"{limits.timeout_s:g}s", code=ApiCode.INVALID_OPENAPI) from exc
     except OpenApiError as exc:
         raise Invalid(f"the OpenAPI spec cannot be imported: {exc}",
-                      code="invalid_openapi") from exc
+                      code=ApiCode.INVALID_OPENAPI) from exc

@@ -36,7 +36,7 @@ from chatflow.runtime.registry.views import (
 from ..keys import Keys
 from ..redis_client import Client, Pipeline
 from .crypto import SecretBox
-from .errors import Invalid
+from .errors import ApiCode, Invalid
 
 log = structlog.get_logger("chatflow.registry")
 VIEWS = ("tools", "servers", "credentials")
@@ -80,14 +80,14 @@ class Projector:
         try:
             return self.box.decrypt(token)
         except Invalid as exc:
-            if exc.code == "secret_key_unknown":
+            if exc.code == ApiCode.SECRET_KEY_UNKNOWN:
                 key = SecretBox.key_of(token) or ""
                 if key not in self._unknown_keys:
                     self._unknown_keys.add(key)
                     log.warning("a stored secret is under a key this process does not hold: "
                                 "its cached value and masking entry are kept", key_id=key)
                 return KEPT
-            log.warning("secret left empty in a cache projection", reason=exc.code)
+            log.warning("secret left empty in a cache projection", reason=str(exc.code))
             return ""
 
     async def write(self, state: RegistryState, refs: Iterable[Ref], last_id: str) -> None:

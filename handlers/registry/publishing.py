@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from chatflow.runtime.registry.validation import check_draft
 
-from .errors import Conflict, Invalid
+from .errors import ApiCode, Conflict, Invalid
 from .models import ToolCreate, ToolPatch
 from .tools import ToolOps
 
@@ -56,14 +56,14 @@ async def publish_release(tools: ToolOps, release: ToolRelease,
     owner = state.published.get(release.pt)
     if owner is not None and owner != release.tool_id:
         raise Conflict(f"publishedToolId {release.pt!r} belongs to tool {owner!r}, "
-                       f"not {release.tool_id!r}", code="published_id_taken", toolId=owner)
+                       f"not {release.tool_id!r}", code=ApiCode.PUBLISHED_ID_TAKEN, toolId=owner)
     tool = state.tools.get(release.tool_id)
     if tool is not None and tool.get("deletedAt"):
         return "in_trash"
     published: dict[str, Any] = (tool or {}).get("publishedTool") or {}
     if published.get("id") not in (None, release.pt):
         raise Conflict(f"tool {release.tool_id!r} is published as {published['id']!r}, "
-                       f"not {release.pt!r}", code="published_id_mismatch",
+                       f"not {release.pt!r}", code=ApiCode.PUBLISHED_ID_MISMATCH,
                        publishedToolId=published["id"])
     name = release.name or (tool["name"] if tool else release.tool_id)
     if published.get("definition") == release.definition and published.get("name") == name:
@@ -71,7 +71,7 @@ async def publish_release(tools: ToolOps, release: ToolRelease,
     problems = check_draft(state, release.tool_id, release.definition)
     if problems:
         raise Invalid(f"tool {release.tool_id!r} cannot be published: {len(problems)} "
-                      "problem(s)", problems=problems, code="invalid_definition")
+                      "problem(s)", problems=problems, code=ApiCode.INVALID_DEFINITION)
     if tool is None:
         created = await tools.create(ToolCreate(id=release.tool_id, name=name,
                                                 definition=release.definition))

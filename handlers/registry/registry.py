@@ -21,7 +21,7 @@ from chatflow.runtime.registry import Ref, RegistryState
 from ..keys import Keys
 from ..redis_client import Client
 from .crypto import SecretBox
-from .errors import Conflict
+from .errors import ApiCode, Conflict
 from .log import Append, RegistryLog, StaleVersion
 from .projector import Projector
 from .scope import SHELL, Scope
@@ -137,7 +137,7 @@ class Registry:
                 await self._catch_up()
                 return entry_id
         raise Conflict("the registry kept changing under this request; try again",
-                       code="registry_busy")
+                       code=ApiCode.REGISTRY_BUSY)
 
 
 def _after(entry_id: str, marker: str) -> bool:

@@ -19,7 +19,7 @@ from chatflow.runtime.registry import RegistryState, workspace_of
 from chatflow.runtime.registry.state import Record
 
 from .crypto import SecretBox
-from .errors import Invalid
+from .errors import ApiCode, Invalid
 from .log import Append
 from .registry import Registry
 from .scope import Scope
@@ -72,7 +72,7 @@ async def rotate_secrets(registry: Registry) -> dict[str, Any]:
     box = registry.box
     if not box.ready:
         raise Invalid("no encryption key configured: set CHATFLOW_ENCRYPTION_KEYS (the new "
-                      "key first, then the old ones)", code="encryption_key_missing")
+                      "key first, then the old ones)", code=ApiCode.ENCRYPTION_KEY_MISSING)
     out = Rotation(box.current_id)
     await registry.catch_up()
     for server_id in sorted(registry.state.servers):

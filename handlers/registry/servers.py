@@ -31,7 +31,7 @@ from chatflow.runtime.registry.views import (
 from chatflow.schemas.definition import CallEndpointParamMapping
 
 from ..dataplane.edge import SharedGate, circuit_view
-from .errors import Conflict, Invalid, NotFound
+from .errors import ApiCode, Conflict, Invalid, NotFound
 from .log import Append
 from .models import (
     SERVER_EDGE_FIELDS,
@@ -73,7 +73,7 @@ def _used(state: RegistryState, server_id: str, endpoint_id: str | None, what: s
     users = state.tools_using_server(server_id, endpoint_id, workspace)
     if users:
         names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
-        raise Conflict(f"{what} is used by tools: {names}", code="in_use",
+        raise Conflict(f"{what} is used by tools: {names}", code=ApiCode.IN_USE,
                        usedBy=[{"id": t["id"], "name": t["name"]} for t in users])
 
 
@@ -114,7 +114,7 @@ class ServerOps:
                 kept = previous.get(h.name.lower())
                 if kept is None:
                     raise Invalid(f"headers[{i}].value: the mask {MASK} is not a secret; send "
-                                  "the real value", code="mask_is_not_a_secret")
+                                  "the real value", code=ApiCode.MASK_IS_NOT_A_SECRET)
                 if header_origin(kept, old_origin) != origin:
                     cleared.append(h.name)
                     continue
@@ -159,7 +159,7 @@ class ServerOps:
         def build(state: RegistryState) -> Append:
             if server_id in state.servers:  # ids are global (integration:server:{id})
                 raise Conflict(f"the integration server id {server_id!r} is taken",
-                               code="server_exists")
+                               code=ApiCode.SERVER_EXISTS)
             record = {"id": server_id, "name": body.name, "baseUrl": body.baseUrl,
                       "description": body.description, "headers": headers,
                       **body.model_dump(mode="json", include=set(SERVER_EDGE_FIELDS),
@@ -235,7 +235,7 @@ class ServerOps:
             server = get_server(state, server_id, scope.workspace)
             if endpoint_id in server["endpoints"]:
                 raise Conflict(f"endpoint {endpoint_id!r} exists on server {server_id!r}",
-                               code="endpoint_exists")
+                               code=ApiCode.ENDPOINT_EXISTS)
             record = self._endpoint_record(endpoint_id, body, _origin(server))
             expect, sets = _server_versions(server)
             return Append({"type": "endpoint.created", "serverId": server_id,
@@ -284,7 +284,7 @@ class ServerOps:
         drafts = await parse_spec(text)
         if not drafts:
             raise Invalid("the OpenAPI spec declares no operations under 'paths'",
-                          code="invalid_openapi")
+                          code=ApiCode.INVALID_OPENAPI)
         records = [{**d, "id": new_id("ep"), "headers": [], "bodyTemplate": None}
                    for d in drafts]
 
@@ -367,7 +367,7 @@ class CredentialOps:
         cred_id = body.id or new_id("cred")
         if body.apiKey == MASK:
             raise Invalid(f"apiKey: the mask {MASK} is not an API key; send the real key",
-                          code="mask_is_not_a_secret")
+                          code=ApiCode.MASK_IS_NOT_A_SECRET)
         record = {"id": cred_id, "name": body.name, "provider": body.provider,
                   "baseUrl": body.baseUrl, "apiKey": self.registry.box.encrypt(body.apiKey),
                   "apiKeyOrigin": credential_origin(body.baseUrl)}
@@ -375,7 +375,7 @@ class CredentialOps:
         def build(state: RegistryState) -> Append:
             if cred_id in state.credentials:  # ids are global (llm:credential:{id})
                 raise Conflict(f"the LLM credential id {cred_id!r} is taken",
-                               code="credential_exists")
+                               code=ApiCode.CREDENTIAL_EXISTS)
             return Append({"type": "credential.created", "credential": record},
                           {f"credential:{cred_id}": "0"}, {f"credential:{cred_id}": "1"})
 
@@ -421,7 +421,7 @@ class CredentialOps:
             if users:
                 names = ", ".join(f"{t['name']} ({t['id']})" for t in users)
                 raise Conflict(f"LLM credential {cred_id!r} is used by published tools: {names}",
-                               code="in_use")
+                               code=ApiCode.IN_USE)
             expect, sets = graph(state)
             expect[f"credential:{cred_id}"] = str(cred["version"])
             sets[f"credential:{cred_id}"] = ""

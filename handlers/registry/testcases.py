@@ -29,7 +29,7 @@ from chatflow.schemas.definition import PublishedTool, ToolDefinition
 from ..redaction import SecretIndex
 from ..settings import Settings
 from .case_models import CaseIn
-from .errors import Conflict, Invalid, NotFound
+from .errors import ApiCode, Conflict, Invalid, NotFound
 from .inline import InlineRun, InlineRunner
 from .log import Append
 from .registry import Registry
@@ -86,14 +86,14 @@ class CaseOps:
         size = len(json.dumps(record, ensure_ascii=False).encode())
         if size > self.limits.case_bytes:
             raise Invalid(f"the test case is {size} bytes; at most {self.limits.case_bytes} "
-                          "(CHATFLOW_TESTS_MAX_CASE_BYTES)", code="test_case_too_large")
+                          "(CHATFLOW_TESTS_MAX_CASE_BYTES)", code=ApiCode.TEST_CASE_TOO_LARGE)
 
     def _room(self, state: RegistryState, tool_id: str, scope: Scope) -> None:
         """Refuse a case past the caps (checked against the caught-up state)."""
         mine = len(state.cases.get(tool_id, {}))
         if mine >= self.limits.per_tool:
             raise Conflict(f"tool {tool_id!r} holds {mine} test cases, the most a tool may "
-                           "(CHATFLOW_TESTS_MAX_PER_TOOL)", code="too_many_test_cases")
+                           "(CHATFLOW_TESTS_MAX_PER_TOOL)", code=ApiCode.TOO_MANY_TEST_CASES)
         in_workspace = by_key = 0
         for tid, cases in state.cases.items():
             tool = state.tools.get(tid)
@@ -103,10 +103,10 @@ class CaseOps:
         if in_workspace >= self.limits.per_workspace:
             raise Conflict(f"workspace {scope.workspace!r} holds {in_workspace} test cases, the "
                            "most it may (CHATFLOW_TESTS_MAX_PER_WORKSPACE)",
-                           code="too_many_test_cases")
+                           code=ApiCode.TOO_MANY_TEST_CASES)
         if by_key >= self.limits.per_key:
             raise Conflict(f"this key made {by_key} test cases, the most one key may "
-                           "(CHATFLOW_TESTS_MAX_PER_KEY)", code="too_many_test_cases")
+                           "(CHATFLOW_TESTS_MAX_PER_KEY)", code=ApiCode.TOO_MANY_TEST_CASES)
 
     async def create(self, tool_id: str, body: CaseIn, *, scope: Scope = SHELL) -> Record:
         case_id = body.id or new_id("case")
@@ -117,7 +117,7 @@ class CaseOps:
             tool = get_tool(state, tool_id, workspace=scope.workspace)
             if case_id in state.cases.get(tool_id, {}):
                 raise Conflict(f"tool {tool_id!r} already has a test case {case_id!r}",
-                               code="test_case_exists")
+                               code=ApiCode.TEST_CASE_EXISTS)
             self._room(state, tool_id, scope)
             return _case_event(state, tool, "test.created", case_id,
                                {"case": record}, "0")
@@ -136,7 +136,7 @@ class CaseOps:
             if body.version is not None and body.version != case["version"]:
                 raise Conflict(f"test case {case_id!r} was changed meanwhile: it is at version "
                                f"{case['version']}, you sent {body.version}",
-                               code="version_conflict", version=case["version"])
+                               code=ApiCode.VERSION_CONFLICT, version=case["version"])
             return _case_event(state, tool, "test.updated", case_id, {"case": record},
                                str(case["version"]))
 
@@ -201,12 +201,12 @@ class CaseRunner:
             found = state.version_of(tool_id, version)
             if found is None:
                 raise NotFound(f"tool {tool_id!r} has no version {version}",
-                               code="version_not_found")
+                               code=ApiCode.VERSION_NOT_FOUND)
             raw, against = found["definition"], version
         parsed, problems = parse_definition(raw)
         if parsed is None or problems:
             raise Invalid(f"the {'draft' if version is None else f'version {version}'} of "
-                          f"tool {tool_id!r} cannot run", code="invalid_definition",
+                          f"tool {tool_id!r} cannot run", code=ApiCode.INVALID_DEFINITION,
                           problems=[f"definition.{p}" for p in problems])
         return Target(tool_id, str(tool.get("name", "")), against, parsed, raw)
 

@@ -15,7 +15,7 @@ from chatflow.runtime.registry.state import Record, native_key
 from chatflow.runtime.registry.validation import check_publish
 from chatflow.runtime.registry.views import agent_cache, tool_view
 
-from .errors import Conflict, Invalid, NotFound
+from .errors import ApiCode, Conflict, Invalid, NotFound
 from .log import Append
 from .models import ToolCreate, ToolPatch
 from .registry import Registry
@@ -46,7 +46,7 @@ def get_tool(state: RegistryState, tool_id: str, *, trashed_ok: bool = False,
         raise NotFound(f"no tool {tool_id!r}")
     if tool.get("deletedAt") and not trashed_ok:
         raise NotFound(f"tool {tool_id!r} is in the trash (POST /tools/{tool_id}/restore)",
-                       code="in_trash")
+                       code=ApiCode.IN_TRASH)
     return tool
 
 
@@ -57,11 +57,11 @@ def _published_id(state: RegistryState, tool: Record, wanted: str | None) -> str
         return current or new_id("pt")
     if current and current != wanted:
         raise Conflict(f"tool {tool['id']!r} is published as {current!r}, not {wanted!r}",
-                       code="published_id_mismatch", publishedToolId=current)
+                       code=ApiCode.PUBLISHED_ID_MISMATCH, publishedToolId=current)
     owner = state.published.get(wanted)
     if owner and owner != tool["id"]:
         raise Conflict(f"publishedToolId {wanted!r} belongs to tool {owner!r}",
-                       code="published_id_taken", toolId=owner)
+                       code=ApiCode.PUBLISHED_ID_TAKEN, toolId=owner)
     return wanted
 
 
@@ -73,7 +73,7 @@ def case_field(tool_id: str, case_id: str) -> str:
 def check_version(record: Record, wanted: int | None, what: str) -> None:
     if wanted is not None and wanted != record["version"]:
         raise Conflict(f"{what} was changed meanwhile: it is at version {record['version']}, "
-                       f"you sent {wanted}", code="version_conflict", version=record["version"])
+                       f"you sent {wanted}", code=ApiCode.VERSION_CONFLICT, version=record["version"])
 
 
 class Gate(Protocol):
@@ -123,14 +123,14 @@ class ToolOps:
 
         def build(state: RegistryState) -> Append:
             if tool_id in state.tools:  # ids are global: the runtime's keys carry no workspace
-                raise Conflict(f"the tool id {tool_id!r} is taken", code="tool_exists")
+                raise Conflict(f"the tool id {tool_id!r} is taken", code=ApiCode.TOOL_EXISTS)
             expect, sets = {f"tool:{tool_id}": "0"}, {f"tool:{tool_id}": "1"}
             if body.nativeName:
                 native = native_key(scope.workspace, body.nativeName)
                 owner = state.native_names.get(native)
                 if owner:
                     raise Conflict(f"nativeName {body.nativeName!r} is taken by tool {owner!r}",
-                                   code="native_name_taken")
+                                   code=ApiCode.NATIVE_NAME_TAKEN)
                 expect[f"native:{native}"] = "0"
                 sets[f"native:{native}"] = tool_id
             record = {"id": tool_id, "name": body.name, "description": body.description,
@@ -183,12 +183,12 @@ class ToolOps:
                 raise NotFound(f"no tool {tool_id!r}")
             if tool.get("deletedAt"):
                 raise Conflict(f"tool {tool_id!r} is in the trash; restore it before publishing",
-                               code="in_trash")
+                               code=ApiCode.IN_TRASH)
             check_version(tool, version, f"tool {tool_id!r}")
             problems = check_publish(state, tool_id)
             if problems:
                 raise Invalid(f"tool {tool_id!r} cannot be published: {len(problems)} problem(s)",
-                              problems=problems, code="invalid_definition")
+                              problems=problems, code=ApiCode.INVALID_DEFINITION)
             pt = _published_id(state, tool, published_id)
             item = publish_event(state, tool, pt, tool["definition"], note, scope)
             if gate is not None:
@@ -209,9 +209,9 @@ class ToolOps:
             tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
             trashed = bool(tool.get("deletedAt"))
             if kind == "tool.trashed" and trashed:
-                raise Conflict(f"tool {tool_id!r} is already in the trash", code="in_trash")
+                raise Conflict(f"tool {tool_id!r} is already in the trash", code=ApiCode.IN_TRASH)
             if kind == "tool.restored" and not trashed:
-                raise Conflict(f"tool {tool_id!r} is not in the trash", code="not_in_trash")
+                raise Conflict(f"tool {tool_id!r} is not in the trash", code=ApiCode.NOT_IN_TRASH)
             expect, sets = graph(state)
             expect[f"tool:{tool_id}"] = str(tool["version"])
             sets.update(bump(state, tool_id))
@@ -226,12 +226,12 @@ class ToolOps:
             tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
             if not tool.get("deletedAt"):
                 raise Invalid(f"tool {tool_id!r} is not in the trash: DELETE /tools/{tool_id} "
-                              "first", code="not_in_trash")
+                              "first", code=ApiCode.NOT_IN_TRASH)
             callers = state.callers_of(tool_id)
             if callers:
                 names = ", ".join(f"{c['name']} ({c['id']})" for c in callers)
                 raise Conflict(f"tool {tool_id!r} is still called by published tools: {names}",
-                               code="tool_has_callers",
+                               code=ApiCode.TOOL_HAS_CALLERS,
                                callers=[{"id": c["id"], "name": c["name"]} for c in callers])
             expect, sets = graph(state)
             expect[f"tool:{tool_id}"] = str(tool["version"])
@@ -261,7 +261,7 @@ class ToolOps:
                 raise NotFound(f"tool {tool_id!r} is not linked to agent {agent_id!r}")
             if linked and present:
                 raise Conflict(f"tool {tool_id!r} is already linked to agent {agent_id!r}",
-                               code="already_linked")
+                               code=ApiCode.ALREADY_LINKED)
             version = state.agent_versions.get(agent_id, 0)
             return Append({"type": "agent.linked" if linked else "agent.unlinked",
                            "agentId": agent_id, "toolId": tool_id},

@@ -19,7 +19,7 @@ from chatflow.runtime.registry.state import Record
 from chatflow.runtime.registry.validation import check_draft
 from chatflow.runtime.registry.views import tool_view
 
-from .errors import Conflict, Invalid, NotFound
+from .errors import ApiCode, Conflict, Invalid, NotFound
 from .log import Append
 from .scope import SHELL, Scope
 from .tools import Gate, ToolOps, get_tool, publish_event
@@ -37,7 +37,7 @@ def _version(state: RegistryState, tool_id: str, number: int, text: str | None =
     found = state.version_of(tool_id, number)
     if found is None:
         raise NotFound(f"tool {tool_id!r} has no version {text or number}",
-                       code="version_not_found")
+                       code=ApiCode.VERSION_NOT_FOUND)
     return found
 
 
@@ -52,13 +52,13 @@ def republishable(state: RegistryState, tool_id: str, number: int, scope: Scope)
     tool = get_tool(state, tool_id, trashed_ok=True, workspace=scope.workspace)
     if tool.get("deletedAt"):
         raise Conflict(f"tool {tool_id!r} is in the trash; restore it before rolling "
-                       "back", code="in_trash")
+                       "back", code=ApiCode.IN_TRASH)
     old = _version(state, tool_id, number)
     problems = check_draft(state, tool_id, old["definition"], scope.workspace)
     if problems:
         raise Invalid(f"version {number} of tool {tool_id!r} cannot be published "
                       f"again: {len(problems)} problem(s)", problems=problems,
-                      code="invalid_definition")
+                      code=ApiCode.INVALID_DEFINITION)
     return old
 
 
@@ -67,7 +67,7 @@ def parse_side(text: str) -> Side:
         return text
     if text.isdecimal() and int(text) > 0:
         return int(text)
-    raise Invalid(f"{text!r}: expected a version number or 'draft'", code="invalid_version")
+    raise Invalid(f"{text!r}: expected a version number or 'draft'", code=ApiCode.INVALID_VERSION)
 
 
 class VersionOps:
