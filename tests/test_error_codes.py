@@ -152,3 +152,92 @@ def test_the_renamed_names_still_import_with_a_warning() -> None:
         assert sdk_errors.ConfigurationError is sdk_errors.SettingsError
     with pytest.raises(AttributeError):
         _ = wire.NoSuchName
+
+
+# -- the HTTP API's codes: ApiCode (handlers/registry/errors.py) ----------------------------
+
+def api_literals(source: str) -> list[str]:
+    """Where ``source`` gives an API error a literal code: ``code="..."`` passed to any call
+    (under handlers/ a ``code=`` is an API code: the RegistryError family's, ForkRefused's),
+    ``code = "..."`` in a class body, ``"error": "..."`` in a dict (an error body), or a
+    ``.code`` compared with a literal."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        literal = None
+        if isinstance(node, ast.Call):
+            literal = next((k.value for k in node.keywords
+                            if k.arg == "code" and _is_text(k.value)), None)
+        elif isinstance(node, ast.ClassDef):
+            literal = next((s.value for s in node.body if isinstance(s, ast.Assign | ast.AnnAssign)
+                            and "code" in _targets(s) and s.value is not None
+                            and _is_text(s.value)), None)
+        elif isinstance(node, ast.Dict):
+            literal = next((v for k, v in zip(node.keys, node.values, strict=True)
+                            if isinstance(k, ast.Constant) and k.value == "error"
+                            and _is_text(v)), None)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Attribute) and s.attr == "code" for s in sides):
+                literal = next((s for s in sides if _is_text(s)), None)
+        if literal is not None:
+            found.append(f"{literal.lineno}: {ast.unparse(node).splitlines()[0][:90]}")
+    return found
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant)
+                                               and isinstance(node.value, str))
+
+
+def _targets(statement: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+def handler_sources() -> dict[Path, str]:
+    return {p: p.read_text() for p in python_files() if p.is_relative_to(ROOT / "handlers")}
+
+
+def test_no_api_error_is_made_from_a_literal_code() -> None:
+    found = [f"{path.relative_to(ROOT)}:{where}"
+             for path, source in handler_sources().items() for where in api_literals(source)]
+    assert found == [], "add a row to ApiCode (handlers/registry/errors.py) and pass ApiCode.X"
+
+
+def test_the_api_literal_check_sees_each_kind_of_literal() -> None:
+    caught = api_literals('''
+raise Conflict(f"tool {t!r} is in the trash", code="in_trash")
+raise NotFound("no run", problems=[], code=f"{kind}_not_found")
+class Busy(RegistryError):
+    status = 429
+    code = "busy"
+class Typed(RegistryError):
+    code: str = "typed"
+body = {"error": "invalid_request", "message": text}
+if exc.code == "secret_key_unknown": pass
+''')
+    assert sorted(int(line.split(":")[0]) for line in caught) == [2, 3, 6, 8, 9, 10]
+    assert api_literals('''
+raise Conflict(f"tool {t!r} is in the trash", code=ApiCode.IN_TRASH)
+raise Invalid(str(exc), code=exc.code)
+class Busy(RegistryError):
+    code = ApiCode.IMPORT_BUSY
+body = {"error": ApiCode.INVALID_REQUEST, "message": "a literal message is fine"}
+if exc.code == ApiCode.SECRET_KEY_UNKNOWN: pass
+out = {"error": error, "result": "text"}
+''') == []
+
+
+def test_each_api_code_is_one_row_said_when_and_raised_somewhere() -> None:
+    from chatflow.handlers.registry.errors import ApiCode
+
+    assert len(ApiCode.__members__) == len(list(ApiCode)), "two rows share a code"
+    for row in ApiCode:
+        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", row), row
+        assert row.when.startswith("Raised when ") and row.when.endswith("."), row
+        assert row.name == row.upper(), f"{row.name} should be spelled {row.upper()}"
+    used = {node.attr for source in handler_sources().values()
+            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id == "ApiCode"}
+    assert {row.name for row in ApiCode} - used == set(), "a row nothing raises: drop it"
+    assert used - {row.name for row in ApiCode} == set()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from chatflow.runtime.errors import ConfigurationError
+from chatflow.runtime.errors import ConfigurationError, ErrorCode
 
 from .common import add_redis_flag, client_for, pairs, settings_from, variables
 
@@ -100,7 +100,7 @@ async def _run(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"{exc}: is a worker running against this REDIS_URL? "
                                      "(`chatflow worker` or `chatflow up`)") from exc
         print(json.dumps(msgspec.to_builtins(result), ensure_ascii=False, indent=2))
-        if result.error is not None and result.error.code == "tool_not_found":
+        if result.error is not None and result.error.code == ErrorCode.TOOL_NOT_FOUND:
             hint = await suggest_tool(client, keys, command.action.publishedToolId)
             if hint:
                 print(f"chatflow: {hint}", file=sys.stderr)

@@ -71,6 +71,9 @@ async def test_delete_tool_moves_it_to_the_trash_once(api: Api) -> None:
     await api.ok("POST", "/tools", 201, json={"id": "t-d"})
     assert (await api.ok("DELETE", "/tools/t-d"))["deletedAt"]
     assert (await api.fails("DELETE", "/tools/t-d", 409))["error"] == "in_trash"
+    # The code is a row of ApiCode (a StrEnum): on the wire, byte for byte, the plain string.
+    again = await api.http.delete("/tools/t-d")
+    assert again.content == b'{"error":"in_trash","message":"tool \'t-d\' is already in the trash"}'
     await api.fails("DELETE", "/tools/t-none", 404)
     await api.fails("PATCH", "/tools/t-d", 404, json={"name": "x"})
 

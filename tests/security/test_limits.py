@@ -15,6 +15,7 @@ async def test_a_body_over_the_limit_answers_413_in_the_api_error_shape(
         response = await api.http.post("/tools", json=big)
         assert response.status_code == 413
         assert response.json()["error"] == "body_too_large"
+        assert response.content.startswith(b'{"error": "body_too_large", "message": "the request')
         assert "4096" in response.json()["message"]
 
         async def chunks():  # no Content-Length: the cap holds while the body streams
