@@ -98,13 +98,19 @@ def test_every_code_the_sandbox_spells_is_a_row() -> None:
 
 
 def test_the_docs_page_renders_every_row() -> None:
+    from chatflow.handlers.registry.errors import ApiCode
+
     hook = runpy.run_path(str(ROOT / "docs" / "hooks" / "error_table.py"))
     page = DOCS.read_text()
-    assert page.count(hook["MARKER"]) == 1
+    assert page.count(hook["MARKER"]) == 1 and page.count(hook["API_MARKER"]) == 1
     rendered = hook["on_page_markdown"](page, page=None, config=None, files=None)
-    rows = [line for line in rendered.splitlines() if line.startswith("| `")]
-    assert [line.split("`")[1] for line in rows] == [str(row) for row in ErrorCode]
+    runtime, api = rendered.split("## The HTTP API's codes")
+    for text, table in ((runtime, ErrorCode), (api, ApiCode)):
+        rows = [line for line in text.splitlines() if line.startswith("| `")]
+        assert [line.split("`")[1] for line in rows] == [str(row) for row in table]
     assert "| `tool_timeout` | yes | `tool timeout (>{seconds}s): publishedToolId={pt}` |" in rendered
+    assert ("| `too_many_held` | a long request would hold more connections than its key, its "
+            "workspace or the API process may (`CHATFLOW_API_HELD_*`; 429). |") in rendered
 
 
 CLASSES = """
