@@ -1,6 +1,7 @@
-"""The error table is the one place codes are defined (runtime/errors.py), and each side has
-one root: every exception of the runtime and the handlers derives from ChatflowError, every
-one of the SDK from ChatflowAgentError, and no class name is used twice."""
+"""The error tables are the one place codes are defined (runtime/errors.py for a tool run's,
+handlers/registry/errors.py for the HTTP API's), and each side has one root: every exception
+of the runtime and the handlers derives from ChatflowError, every one of the SDK from
+ChatflowAgentError, and no class name is used twice."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from chatflow.handlers.registry.errors import ApiCode
 from chatflow.runtime.errors import ErrorCode, ToolFailure, internal_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,12 +45,17 @@ def test_the_literal_check_sees_a_literal() -> None:
     assert not LITERAL.search("raise ErrorCode.RATE_LIMITED.failure(what=what)")
 
 
-def test_each_code_is_one_row_and_each_row_says_when() -> None:
-    assert len(ErrorCode.__members__) == len(list(ErrorCode)), "two rows share a code"
-    for row in ErrorCode:
+@pytest.mark.parametrize("table", [ErrorCode, ApiCode], ids=lambda t: t.__name__)
+def test_each_code_is_one_row_and_each_row_says_when(table: type[ErrorCode | ApiCode]) -> None:
+    assert len(table.__members__) == len(list(table)), "two rows share a code"
+    for row in table:
         assert re.fullmatch(r"[a-z]+(_[a-z]+)*", row), row
         assert row.when.startswith("Raised when ") and row.when.endswith("."), row
         assert row.name == row.upper(), f"{row.name} should be spelled {row.upper()}"
+
+
+def test_a_code_is_the_runtimes_or_the_apis_not_both() -> None:
+    assert {str(row) for row in ErrorCode} & {str(row) for row in ApiCode} == set()
 
 
 def fields(template: str) -> dict[str, object]:
@@ -98,8 +105,6 @@ def test_every_code_the_sandbox_spells_is_a_row() -> None:
 
 
 def test_the_docs_page_renders_every_row() -> None:
-    from chatflow.handlers.registry.errors import ApiCode
-
     hook = runpy.run_path(str(ROOT / "docs" / "hooks" / "error_table.py"))
     page = DOCS.read_text()
     assert page.count(hook["MARKER"]) == 1 and page.count(hook["API_MARKER"]) == 1
@@ -234,14 +239,7 @@ out = {"error": error, "result": "text"}
 ''') == []
 
 
-def test_each_api_code_is_one_row_said_when_and_raised_somewhere() -> None:
-    from chatflow.handlers.registry.errors import ApiCode
-
-    assert len(ApiCode.__members__) == len(list(ApiCode)), "two rows share a code"
-    for row in ApiCode:
-        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", row), row
-        assert row.when.startswith("Raised when ") and row.when.endswith("."), row
-        assert row.name == row.upper(), f"{row.name} should be spelled {row.upper()}"
+def test_each_api_code_is_raised_somewhere() -> None:
     used = {node.attr for source in handler_sources().values()
             for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name) and node.value.id == "ApiCode"}
