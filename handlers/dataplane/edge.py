@@ -190,9 +190,9 @@ class SharedGate:
                     metrics.rate_limit_waited()
                 ticket.waited_ms = int((time.monotonic() - started) * 1000)
                 return ticket
-            if verdict == OPEN:
+            if verdict == OPEN:  # its third slot is then the circuit's failure count
                 assert breaker is not None
-                raise errors.circuit_open(scope.target, await self._failures(k, breaker),
+                raise errors.circuit_open(scope.target, probe or breaker.failureThreshold,
                                           breaker.windowMs, ms)
             # BUSY: every slot taken; LATER: the next turn is further than this call may wait
             # (or, shared, further than one interval: ask again then).
@@ -202,10 +202,6 @@ class SharedGate:
             waited = True
             pause = min(_POLL_MAX_MS, pause * 2)
             await self.sleep(min(left, hint * (1 + random.random() / 2)) / 1000)
-
-    async def _failures(self, k: _ScopeKeys, breaker: CircuitBreakerPolicy) -> int:
-        stored = await self.client.hget(k.circuit, "failures")
-        return int(stored) if stored else breaker.failureThreshold
 
     def _abandon(self, scope: EdgeScope, ticket: Ticket) -> None:
         """Give back what a cancelled call took, without awaiting in its cancelled task: no

@@ -12,7 +12,8 @@
 --     slots: what it holds, for leave: 0 none, 1 a slot, 2 one in its workspace's share too)
 --   1 every slot is taken: ask again in about ms
 --   2 no turn within the wait allowed (ms: when one would come)
---   3 the circuit is open (ms: until its cooldown ends, or the probe's lease)
+--   3 the circuit is open (ms: until its cooldown ends, or the probe's lease; the third
+--     slot: its failure count, for the caller's message without another round trip)
 local call, A = redis.call, ARGV
 local t = call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -23,16 +24,19 @@ local ACTIVE_MS = 2000  -- a workspace counts for fair sharing this long after i
 
 -- 1. the circuit: open within its cooldown, or a probe in flight, stops the call here
 local probe = nil
+local function turned_away(left)  -- read only here: a call let through pays nothing for it
+  return {3, left, tonumber(call('HGET', KEYS[3], 'failures') or 0), 0, 0}
+end
 if breaker then
   local state = call('HGET', KEYS[3], 'state')
   if state == 'open' then
     local left = tonumber(call('HGET', KEYS[3], 'openedAt') or 0)
       + tonumber(call('HGET', KEYS[3], 'cooldown') or 0) - now
-    if left > 0 then return {3, left, 0, 0, 0} end
+    if left > 0 then return turned_away(left) end
     probe = 'half_open'
   elseif state == 'half_open' then
     local left = tonumber(call('HGET', KEYS[3], 'probeUntil') or 0) - now
-    if left > 0 then return {3, left, 0, 0, 0} end
+    if left > 0 then return turned_away(left) end
     probe = 'again'  -- the probe's caller died: this call probes instead
   end
 end
