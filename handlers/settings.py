@@ -282,6 +282,7 @@ class Settings(BaseSettings):
         """CHATFLOW_ORIGIN_LIMITS, keyed by origin as ``runtime.origins.origin_of`` spells it
         (``https://api.example.com:443``); ConfigurationError naming what does not fit."""
         from chatflow.runtime.origins import origin_of
+        from chatflow.schemas.definition import format_validation_error
         from chatflow.schemas.edge import OriginLimits
 
         text = self.origin_limits.strip()
@@ -303,10 +304,9 @@ class Settings(BaseSettings):
             try:
                 out[origin] = OriginLimits.model_validate(spec)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"])
-                raise ConfigurationError(f"CHATFLOW_ORIGIN_LIMITS[{written!r}]"
-                                         f"{'.' + where if where else ''}: {err['msg']}") from exc
+                problem = format_validation_error(exc)[0]
+                raise ConfigurationError(
+                    f"CHATFLOW_ORIGIN_LIMITS[{written!r}].{problem}") from exc
         return out
 
     def reply_allowed(self) -> Callable[[str], bool]:

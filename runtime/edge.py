@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
+from chatflow.schemas.definition import format_validation_error
 from chatflow.schemas.edge import (
     DEFAULT_IDEMPOTENCY_HEADER,
     CircuitBreakerPolicy,
@@ -158,8 +159,7 @@ def server_edge(server_id: str, config: Mapping[str, Any]) -> ServerEdge | ToolF
 
 def _first_problem(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        return format_validation_error(exc)[0]
     return str(exc)
 
 
