@@ -173,7 +173,7 @@ def origin_scope(origins: Mapping[str, OriginLimits], origin: str,
 
 
 class Gated:
-    """An Outbound's ``exchange``/``send`` behind a gate: each request waits for its turn
+    """An Outbound's ``exchange`` behind a gate: each request waits for its turn
     while the tree's deadline allows (``remaining_ms`` from now, less the time an attempt
     needs), then gets its own timeout, capped at what is left; its outcome is told to the
     circuit. ``remaining_ms`` None: a call outside any tree (a person's Test call), whose
@@ -210,16 +210,6 @@ class Gated:
             raise
         finally:
             await self.gate.leave(self.scope, ticket, failed)
-
-    async def send(self, method: str, url: str, *, headers: dict[str, str],
-                   content: str | bytes | None, timeout_s: float, max_bytes: int | None = None,
-                   max_redirects: int = MAX_REDIRECTS, secret_headers: Collection[str] = (),
-                   traced: bool = True) -> tuple[int, bytes, str]:
-        reply = await self.exchange(method, url, headers=headers, content=content,
-                                    timeout_s=timeout_s, max_bytes=max_bytes,
-                                    max_redirects=max_redirects, secret_headers=secret_headers,
-                                    traced=traced)
-        return reply.status, reply.body, reply.content_type
 
 
 @dataclass(frozen=True, slots=True)

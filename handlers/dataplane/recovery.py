@@ -117,10 +117,6 @@ class Recovery:
         counts = await self._run(PROBE, [s for s, _ in streams], [now], [g for _, g in streams])
         return [int(c) for c in counts]
 
-    async def due_partitions(self) -> list[int]:
-        """The partitions whose deadline set holds a deadline that has passed."""
-        return (await self.due_work())[0]
-
     async def due_work(self) -> tuple[list[int], list[int]]:
         """The partitions with a deadline that has passed, and those with a delayed step
         (a retry's, handlers/dataplane/delayed.py) that is due: one probe for both."""
