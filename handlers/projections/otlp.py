@@ -3,8 +3,8 @@ POST, many trees in it, sent by the OpenTelemetry SDK's own OTLP/HTTP client.
 
 * The request's spans are written as protobuf bytes (``wire.py``); its resource (the SDK's
   ``Resource``: ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``) and instrumentation
-  scope are serialized once by opentelemetry-proto, not once per span as the SDK's span
-  encoder does (a third of its cost was hashing the resource for every span).
+  scope are encoded once, by the exporter package's own encoders, not once per span as the
+  SDK's span encoder does (a third of its cost was hashing the resource for every span).
 * It is sent by the HTTP client inside the SDK's ``OTLPSpanExporter`` (built with the
   endpoint, it reads ``OTEL_EXPORTER_OTLP_HEADERS``, ``_COMPRESSION``, ``_TIMEOUT``, the
   certificate variables and the credential provider itself, and retries 429/502/503/504 and
@@ -17,13 +17,15 @@ POST, many trees in it, sent by the OpenTelemetry SDK's own OTLP/HTTP client.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.exporter.otlp.proto.common._internal import (
+    _encode_instrumentation_scope,
+    _encode_resource,
+)
 
+from ..operations.tracing import SCOPE
 from . import wire
 from .spans import Spans
 
@@ -31,8 +33,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource as SdkResource
 
 log = structlog.get_logger("chatflow.tracing")
-SCOPE_NAME = "chatflow"
-_SCOPE: bytes = InstrumentationScope(name=SCOPE_NAME).SerializeToString()
+_SCOPE: bytes = _encode_instrumentation_scope(SCOPE).SerializeToString()
 
 
 class _Result(Protocol):
@@ -63,10 +64,7 @@ class Sender:
 
     def __init__(self, endpoint: str, resource: SdkResource, client: _Client | None = None
                  ) -> None:
-        message = Resource()
-        for key, value in _attributes(resource.attributes).items():
-            message.attributes.add(key=key).value.ParseFromString(wire.any_value(value))
-        self.resource: bytes = message.SerializeToString()
+        self.resource: bytes = _encode_resource(resource).SerializeToString()
         self.schema_url = resource.schema_url or ""
         self._exporter: Any = None
         if client is None:
@@ -97,8 +95,4 @@ class Sender:
             self.client.shutdown()
 
 
-def _attributes(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-
-
-__all__ = ["SCOPE_NAME", "Outgoing", "Sender"]
+__all__ = ["Outgoing", "Sender"]

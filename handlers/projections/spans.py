@@ -30,6 +30,7 @@ and a URL's user and password are dropped (``span_url``, beside the history's ru
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -52,7 +53,7 @@ _STATUS_TEXT = 200  # characters of an error message kept as a span's status des
 # As the SDK's encoder sets them (SpanFlags): every span says whether its parent is remote.
 _LOCAL_PARENT = 0x100  # SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
 _REMOTE_PARENT = _LOCAL_PARENT | 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
-_SHAPES_REMEMBERED = 4096  # blocks and tools whose spans' shared part is kept
+_SHAPES_REMEMBERED = 4096  # blocks and tools whose spans' shared part is kept (LRU)
 _NO_DETAIL = OutlineDetail()
 _EXECUTION_ID, _COMMAND_ID, _ROOT_ID, _CHILD_ID = (wire.key(f"chatflow.{name}") for name in (
     "execution_id", "command_id", "root_execution_id", "child_execution_id"))
@@ -150,7 +151,6 @@ class SpanBuilder:
 
     def __init__(self, tracing: Tracing) -> None:
         self.tracing = tracing
-        self._shapes: dict[tuple[Any, ...], bytes] = {}  # written shared parts
 
     def tree_of(self, root_id: str, log: Sequence[LogOutline]) -> TreeTrace:
         started = next((e for e in log if e.type == "started" and e.execId == root_id), None)
@@ -197,7 +197,7 @@ class SpanBuilder:
         execution = wire.text(_EXECUTION_ID, exec_id)
         tool = event.toolId or event.publishedToolId
         parts = [ids, execution,
-                 self._execution_shape(tool, event.publishedToolId, event.depth, is_root),
+                 _execution_shape(tool, event.publishedToolId, event.depth, is_root),
                  wire.text(_COMMAND_ID, event.commandId), wire.text(_ROOT_ID, root_id)]
         if event.errorCode:
             parts += [wire.attribute("chatflow.error.code", event.errorCode),
@@ -245,7 +245,7 @@ class SpanBuilder:
                ) -> bytes:
         block_type = e.blockType or ("callTool" if e.type == "spawned" else "")
         detail = e.detail or _NO_DETAIL
-        parts = [mark, self._block_shape(block_type, e.blockId or "")]
+        parts = [mark, _block_shape(block_type, e.blockId or "")]
         if child:
             parts.append(wire.text(_CHILD_ID, child))
         status: Any = None
@@ -270,37 +270,24 @@ class SpanBuilder:
                                  event.attributes) for event in retry_events(detail)]
         return wire.span(_id(span_id, 8), start_ms * _MS, max(start_ms, end_ms) * _MS, *parts)
 
-    def _block_shape(self, block_type: str, block_id: str) -> bytes:
-        """What every span of one block shares (name, kind, block id and type), written
-        once."""
-        key = ("block", block_type, block_id)
-        found = self._shapes.get(key)
-        if found is None:
-            kind = (wire.KIND_CLIENT if block_type in HTTP_BLOCKS or block_type == "callAI"
-                    else wire.KIND_INTERNAL)
-            found = self._remember(key, wire.shape(
-                f"chatflow.block {block_type} {block_id}".rstrip(), kind,
-                {"chatflow.block_id": block_id, "chatflow.block_type": block_type}))
-        return found
 
-    def _execution_shape(self, tool: str, published: str, depth: int, is_root: bool) -> bytes:
-        """What every execution span of one tool at one depth shares, written once."""
-        key = ("execute", tool, published, depth, is_root)
-        found = self._shapes.get(key)
-        if found is None:
-            # The root processes a command taken from a stream; a child runs inside its parent.
-            kind = wire.KIND_CONSUMER if is_root else wire.KIND_INTERNAL
-            found = self._remember(key, wire.shape(
-                f"chatflow.execute {tool}", kind,
-                {"chatflow.tool_id": tool, "chatflow.published_tool_id": published,
-                 "chatflow.depth": depth}))
-        return found
+@functools.lru_cache(maxsize=_SHAPES_REMEMBERED)
+def _block_shape(block_type: str, block_id: str) -> bytes:
+    """What every span of one block shares (name, kind, block id and type), written once."""
+    kind = (wire.KIND_CLIENT if block_type in HTTP_BLOCKS or block_type == "callAI"
+            else wire.KIND_INTERNAL)
+    return wire.shape(f"chatflow.block {block_type} {block_id}".rstrip(), kind,
+                      {"chatflow.block_id": block_id, "chatflow.block_type": block_type})
 
-    def _remember(self, key: tuple[Any, ...], shape: bytes) -> bytes:
-        if len(self._shapes) >= _SHAPES_REMEMBERED:
-            self._shapes.clear()
-        self._shapes[key] = shape
-        return shape
+
+@functools.lru_cache(maxsize=_SHAPES_REMEMBERED)
+def _execution_shape(tool: str, published: str, depth: int, is_root: bool) -> bytes:
+    """What every execution span of one tool at one depth shares, written once."""
+    # The root processes a command taken from a stream; a child runs inside its parent.
+    kind = wire.KIND_CONSUMER if is_root else wire.KIND_INTERNAL
+    return wire.shape(f"chatflow.execute {tool}", kind,
+                      {"chatflow.tool_id": tool, "chatflow.published_tool_id": published,
+                       "chatflow.depth": depth})
 
 
 def _contact(log: Sequence[LogOutline], root_id: str) -> str | None:

@@ -40,8 +40,8 @@ from .errors import ApiCode, Invalid
 
 log = structlog.get_logger("chatflow.registry")
 VIEWS = ("tools", "servers", "credentials")
-# What decrypting gives for a secret under a key this process does not hold: replaced by the
-# value already cached at the same place (a NUL cannot be in a header or an API key).
+# What decrypting gives for a secret under a key this process does not hold: a record holding
+# one leaves its runtime cache as it is (a NUL cannot be in a header or an API key).
 KEPT = "\0kept"
 
 
@@ -51,16 +51,6 @@ def _text(value: bytes | str) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _keep(new: Any, old: Any) -> Any:
-    """``new`` with each :data:`KEPT` replaced by what ``old`` holds at the same place."""
-    if new == KEPT:
-        return old if isinstance(old, str) else ""
-    if isinstance(new, dict):
-        prev = old if isinstance(old, dict) else {}
-        return {key: _keep(value, prev.get(key)) for key, value in new.items()}
-    return new
 
 
 def _has_kept(value: Any) -> bool:
@@ -95,7 +85,7 @@ class Projector:
         refs = set(refs)
         secrets = any(kind in ("server", "credential") for kind, _ in refs)
         listed = await self.client.smembers(k.workspace_secrets_index) if secrets else set()
-        caches = await self._caches(state, refs)
+        caches = self._caches(state, refs)
         async with self.client.pipeline(transaction=False) as pipe:
             for kind, ident in sorted(set(refs)):
                 if kind == "tool":
@@ -161,9 +151,10 @@ class Projector:
         else:
             pipe.hset(k.registry_view("tools"), tool_id, _json(tool_view(tool)))
 
-    async def _caches(self, state: RegistryState, refs: set[Ref]) -> dict[str, Any]:
+    def _caches(self, state: RegistryState, refs: set[Ref]) -> dict[str, Any]:
         """The runtime cache of each server and credential in ``refs`` (secrets decrypted);
-        a secret this process cannot read keeps the value already cached."""
+        None for one holding a secret this process cannot read: a process that holds the key
+        wrote that cache, and this one leaves it as it is."""
         out: dict[str, Any] = {}
         for kind, ident in refs:
             if kind == "server" and ident in state.servers:
@@ -171,11 +162,7 @@ class Projector:
             elif kind == "credential" and ident in state.credentials:
                 out[self.keys.llm_credential(ident)] = credential_cache(
                     state.credentials[ident], self._decrypt)
-        for key, cache in out.items():
-            if _has_kept(cache):
-                raw = await self.client.get(key)
-                out[key] = _keep(cache, json.loads(raw) if raw else None)
-        return out
+        return {key: None if _has_kept(cache) else cache for key, cache in out.items()}
 
     def _cached(self, pipe: Pipeline, view: str, item_id: str, cache_key: str,
                 item: Record | None, caches: dict[str, Any],
@@ -185,7 +172,8 @@ class Projector:
             pipe.delete(cache_key)
             pipe.hdel(self.keys.registry_view(view), item_id)
             return
-        pipe.set(cache_key, _json(caches[cache_key]))
+        if caches[cache_key] is not None:  # else left as a process holding its key wrote it
+            pipe.set(cache_key, _json(caches[cache_key]))
         pipe.hset(self.keys.registry_view(view), item_id, _json(view_of(item)))
 
     async def clear_views(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from chatflow.runtime.state import LogEntry, decode_log, encode_log
+from chatflow.runtime.state import LogEntry, decode_log, encode_log, outline_log, outline_of
 from chatflow.schemas.wire import ErrorInfo
 
 ROOT = "2-16edb9e2998374597e8a995d72d6740c"
@@ -92,3 +92,20 @@ def test_a_line_is_written_byte_for_byte_as_the_format_of_this_version_writes_it
                        LogEntry("block", "2-ab.3", 6, child="2-ab")]) == (
         b'["2-ab",5,[{"t":"s","b":"a"},{"t":"custom","e":"7-other","a":-2,"c":"7-other.4"},'
         b'{"t":"b","e":".3","a":1,"c":""}]]\n')
+
+
+def test_a_lines_outline_is_the_outline_of_what_it_decodes_to() -> None:
+    """The spans read a log in outline (``outline_log``, its own decoder of the one-letter
+    names): it must agree with ``decode_log`` entry for entry, nested and foreign ids, times,
+    errors, children and the detail keys a span reads included."""
+    entries = [*one_hop_entries(),
+               LogEntry("block", ROOT + ".2.5", 1_796_197_039_971, blockId="h",
+                        blockType="httpCall", durationMs=12, ok=False,
+                        error=ErrorInfo("http_status", "503"),
+                        detail={"url": "https://api.example.com/x", "method": "POST",
+                                "status": 503, "attempts": [{"at": 1, "status": 503}],
+                                "body": {"skipped": True}}),
+               LogEntry("custom", "7-other", 3, child="7-other.4")]
+    line = encode_log(entries)
+    assert outline_log(line) == [outline_of(e) for e in decode_log(line)]
+    assert outline_log(line + line) == [outline_of(e) for e in decode_log(line + line)]

@@ -297,3 +297,62 @@ async def test_one_key_cannot_hold_more_than_its_sessions_and_a_deleted_one_free
             assert (await post_initialize(url, viewer)).status_code == 200
     finally:
         await connection.aclose()
+
+
+async def test_made_up_tokens_leave_no_entry_behind_in_the_session_table(runtime: Runtime) -> None:
+    # Each request naming a new token made an entry of the per-key table that was never dropped:
+    # no key needed to grow the server's memory without bound.
+    h = runtime.harness
+    connection = RuntimeConnection(h.url, prefix=h.keys.prefix, timeout_s=30, contact_id="mcp")
+    app = http_app(connection, "shop", host="127.0.0.1", port=0)
+    try:
+        async with serve_asgi(app) as base, httpx.AsyncClient(timeout=30) as http:
+            url = base + MCP_PATH
+            for n in range(20):
+                made_up = {**MCP_HEADERS, "Authorization": f"Bearer cfk_{n:016x}_made-up"}
+                assert (await http.post(url, json=INITIALIZE, headers=made_up)).status_code == 401
+                session = {**made_up, "mcp-session-id": f"{n:032x}"}
+                assert (await http.get(url, headers=session)).status_code == 401
+                assert (await http.delete(url, headers=session)).status_code == 401
+            assert app.held == {}
+            # A key's entry stays while it holds a session, and only then.
+            editor = {"Authorization": f"Bearer {runtime.tokens['shop-editor']}"}
+            opened = await post_initialize(url, editor)
+            assert opened.status_code == 200
+            assert len(app.held) == 1
+            ended = await http.delete(url, headers={
+                **editor, "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-06-18"})
+            assert ended.status_code == 200, ended.text
+            assert app.held == {}
+    finally:
+        await connection.aclose()
+
+
+async def test_a_session_with_an_open_stream_keeps_counting_however_long_it_is_idle(
+    runtime: Runtime
+) -> None:
+    # The SDK keeps a session whose GET event stream is open, however old; the wrapper dropped it
+    # from the key's count idle_s after the GET began, so a key holding streams open could open
+    # per_key sessions more, again and again. The wrapper's clock is moved by hand.
+    h = runtime.harness
+    connection = RuntimeConnection(h.url, prefix=h.keys.prefix, timeout_s=30, contact_id="mcp")
+    limits = SessionLimits(per_key=1, max=8, idle_s=600)
+    app = http_app(connection, "shop", host="127.0.0.1", port=0, limits=limits)
+    now = [0.0]
+    app.clock = lambda: now[0]
+    viewer = {"Authorization": f"Bearer {runtime.tokens['shop-viewer']}"}
+    try:
+        async with serve_asgi(app) as base, httpx.AsyncClient(timeout=30) as http:
+            url = base + MCP_PATH
+            opened = await post_initialize(url, viewer)
+            assert opened.status_code == 200
+            stream = {**viewer, "Accept": "text/event-stream",
+                      "mcp-session-id": opened.headers["mcp-session-id"],
+                      "mcp-protocol-version": "2025-06-18"}
+            async with http.stream("GET", url, headers=stream) as events:
+                assert events.status_code == 200  # the headers came: the stream is open
+                now[0] += 10 * limits.idle_s
+                assert (await post_initialize(url, viewer)).status_code == 429
+    finally:
+        await connection.aclose()
